@@ -1,0 +1,208 @@
+"""The public functions: text, files and (with torch) live modules in, models out.
+
+Nothing here prints; the CLI renders.  Inputs that cannot be read at all raise
+:class:`InputError` (one line: path and reason); text that can be read is always
+parsed, its problems reported as diagnostics in the returned :class:`CodeFile`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable, Optional
+
+from .codes import diagnostic
+from .extract import Extractor
+from .grammar import DEFAULT_GRAMMAR, available_grammars, load_grammar, load_semantics
+from .inference import Semantics
+from .models import CodeFile
+from .parser import parse_statements
+from .source import SourceText
+
+__all__ = [
+    "InputError",
+    "parse_text",
+    "parse_bytes",
+    "parse_file",
+    "iter_inputs",
+    "detect_grammar",
+    "module_name_for",
+    "CODE_SUFFIXES",
+]
+
+CODE_SUFFIXES = (".code", ".py")
+_DETECT_WINDOW = 4096  # characters of text examined to detect a grammar
+
+
+class InputError(Exception):
+    """An input could not be read at all (missing, binary, a directory without code)."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+_semantics: Optional[Semantics] = None
+
+
+def _sem() -> Semantics:
+    global _semantics
+    if _semantics is None:
+        _semantics = Semantics(load_semantics())
+    return _semantics
+
+
+def detect_grammar(text: str) -> str:
+    """The id of the newest grammar whose text features the text has."""
+    window = text[:_DETECT_WINDOW]
+    for info in available_grammars():
+        g = load_grammar(info.id)
+        if all(p.search(window) is None for p in g.detect_absent) and all(
+            p.search(window) is not None for p in g.detect_present
+        ):
+            return g.id
+    return DEFAULT_GRAMMAR
+
+
+def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[str]:
+    """``__torch__.torch.nn.modules.conv`` for ``.../code/__torch__/torch/nn/modules/conv.py``."""
+    if not path or path == "-":
+        return None
+    parts = PurePosixPath(path.replace("\\", "/").split("!")[-1]).parts
+    for i, part in enumerate(parts):
+        if part == root and i < len(parts) - 1:
+            rest = list(parts[i + 1:])
+            rest[-1] = rest[-1].rsplit(".", 1)[0]
+            return ".".join([root, *rest])
+        if i == len(parts) - 1 and part.rsplit(".", 1)[0] == root:
+            return root
+    return None
+
+
+def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
+               _extra: Iterable[dict] = ()) -> CodeFile:
+    """Parse TorchScript code text into a :class:`CodeFile`.
+
+    ``path`` names the input in diagnostics (``-`` by default) and, for archive
+    files under a ``__torch__`` folder, gives the qualified names.  ``grammar``
+    forces a grammar id; by default it is detected from the text.
+    """
+    shown = path if path is not None else "-"
+    detected = detect_grammar(text)
+    gid = grammar or detected
+    g = load_grammar(gid)
+    diagnostics = list(_extra)
+    if grammar and grammar != detected:
+        diagnostics.append(diagnostic("CP303", shown, None, detected=detected, grammar=grammar))
+    source = SourceText(text, shown)
+    if not text.strip():
+        diagnostics.append(diagnostic("CP109", shown, None))
+    parsed = parse_statements(source, g)
+    diagnostics.extend(parsed.diagnostics)
+    extractor = Extractor(source, g, _sem(), module_name_for(path))
+    classes, functions = extractor.file(parsed.body)
+    if extractor.reader.too_deep is not None:
+        at = extractor.reader.too_deep
+        diagnostics.append(diagnostic("CP106", shown, source.span(at, at + 1),
+                                      limit=extractor.reader.max_depth))
+    diagnostics.sort(key=lambda d: (d["span"] or {}).get("start", -1))
+    return CodeFile.model_validate({
+        "path": shown,
+        "grammar": g.id,
+        "classes": classes,
+        "functions": functions,
+        "diagnostics": diagnostics,
+    })
+
+
+def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None) -> CodeFile:
+    """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
+    nul = data.find(0)
+    if nul != -1:
+        raise InputError(path, f"binary input (NUL byte at offset {nul}), not code text")
+    extra = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        at = len(data[: exc.start].decode("utf-8", errors="replace"))
+        source = SourceText(text, path)
+        extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return parse_text(text, path, grammar, _extra=extra)
+
+
+def parse_file(path: str | Path, grammar: Optional[str] = None) -> CodeFile:
+    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it."""
+    shown = str(path)
+    if shown == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        p = Path(shown)
+        if p.is_dir():
+            raise InputError(shown, "is a directory")
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise InputError(shown, "no such file") from None
+        except OSError as exc:
+            raise InputError(shown, exc.strerror or str(exc)) from None
+    return parse_bytes(data, shown, grammar)
+
+
+def iter_inputs(paths: Iterable[str]) -> list[str]:
+    """Expand directories (recursively) into their code files, sorted; keep ``-``."""
+    out: list[str] = []
+    for raw in paths:
+        if raw == "-":
+            out.append(raw)
+            continue
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.rglob("*") if f.suffix in CODE_SUFFIXES and f.is_file())
+            if not found:
+                raise InputError(raw, "directory holds no .code or .py files")
+            out.extend(found)
+        elif p.exists():
+            out.append(raw)
+        else:
+            raise InputError(raw, "no such file or directory")
+    return out
+
+
+def from_module(module: Any, *, trace_inputs: Any = None) -> list[CodeFile]:
+    """Parse the code of a live ``nn.Module`` (needs torch): scripted if it is not already.
+
+    Returns one :class:`CodeFile` per distinct module type in the module tree (the
+    top module first), each holding that type's methods as printed by TorchScript,
+    with the type's qualified name.  With ``trace_inputs``, the module is traced
+    with them instead of scripted.
+    """
+    import torch  # deferred: the offline path never imports torch
+
+    if isinstance(module, torch.jit.ScriptModule):
+        scripted = module
+    elif trace_inputs is not None:
+        scripted = torch.jit.trace(module, trace_inputs)
+    else:
+        scripted = torch.jit.script(module)
+    files: list[CodeFile] = []
+    seen: set[str] = set()
+    for _, sub in scripted.named_modules():
+        if not hasattr(sub, "_c"):
+            continue
+        qualified = sub._c._type().qualified_name()
+        if qualified in seen:
+            continue
+        seen.add(qualified)
+        texts = []
+        for name in sub._c._method_names():
+            method = getattr(sub, name, None)
+            code = getattr(method, "code", None)
+            if code:
+                texts.append(code.rstrip("\n") + "\n")
+        text = "".join(texts)
+        files.append(parse_text(text, path=f"<module {qualified}>"))
+    return files

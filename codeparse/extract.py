@@ -1,0 +1,364 @@
+"""Extraction: from the statement tree to the public models.
+
+Builds, for each class and function, the plain data of :mod:`codeparse.models`
+(validated once per file by the caller): signatures, class declarations, ifs with
+their conditions (via :mod:`codeparse.inference`), loops, self references and calls.
+
+Calls and attribute reads are found by one left-to-right scan of each function body
+with the grammar's ``[scan].references`` pattern (strings are matched first and so
+skipped); a call's extent comes from the grammar's ``balanced`` pattern at its
+opening parenthesis.  No expression tree is built for that.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Optional
+
+from .expressions import ExpressionReader
+from .grammar import Grammar
+from .inference import Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
+from .parser import Stmt
+from .source import SourceText
+
+__all__ = ["Extractor"]
+
+_BLOCKS = ("if", "elif", "for", "while", "with", "def", "else", "class")
+
+
+class Extractor:
+    """Turns the statements of one file into class and function data."""
+
+    def __init__(self, source: SourceText, grammar: Grammar, sem: Semantics, module: Optional[str]):
+        self.source = source
+        self.text = source.text
+        self.grammar = grammar
+        self.sem = sem
+        self.module = module  # `__torch__.a.b` for an archive file, else None
+        self.reader = ExpressionReader(source.text, grammar)
+        self._references = grammar.scan["references"].finditer
+        self._balanced = grammar.scan["balanced"].match
+        frag = grammar.fragments
+        self._param = frag["param"].fullmatch
+        self._items = frag["expr_items"].fullmatch
+        self._string_item = frag["string_item"].finditer
+        self._identifier = frag["identifier"].fullmatch
+
+    # -- files and classes -------------------------------------------------------
+    def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
+        classes, functions = [], []
+        for stmt in body:
+            if stmt.kind == "class":
+                classes.append(self.class_def(stmt))
+            elif stmt.kind == "def":
+                functions.append(self.function(stmt, None, None))
+        return classes, functions
+
+    def class_def(self, stmt: Stmt) -> dict:
+        name = stmt.group("name")
+        qualified = f"{self.module}.{name}" if self.module else name
+        bases = self._split(stmt.span_of("bases")) if stmt.group("bases") else []
+        kind = "class"
+        for base in bases:
+            if base in self.sem.class_kinds:
+                kind = self.sem.class_kinds[base]
+                break
+        parameters: list[str] = []
+        buffers: list[str] = []
+        attributes: list[dict] = []
+        defs: list[Stmt] = []
+        for child in stmt.body:
+            k = child.kind
+            if k == "parameters_decl":
+                parameters = self._strings(child.span_of("names"))
+            elif k == "buffers_decl":
+                buffers = self._strings(child.span_of("names"))
+            elif k in ("attribute_decl", "final_decl", "annotation_decl"):
+                raw_name = child.group("name")
+                attributes.append({
+                    "name": unquote(raw_name) if k == "annotation_decl" else raw_name,
+                    "type": child.group("type"),
+                    "final": k == "final_decl",
+                    "value": child.group("value") if k == "final_decl" else None,
+                    "span": self.source.span(child.start, child.end),
+                })
+            elif k == "assign":  # enum members, `RED = 1`
+                attributes.append({
+                    "name": child.group("targets"),
+                    "type": child.group("type") if "type" in child.match.groupdict() else None,
+                    "final": False,
+                    "value": child.group("value"),
+                    "span": self.source.span(child.start, child.end),
+                })
+            elif k == "def":
+                defs.append(child)
+        declared = self._declared(parameters, buffers, attributes)
+        methods = [self.function(d, qualified, declared) for d in defs]
+        return {
+            "name": name,
+            "qualified_name": qualified,
+            "kind": kind,
+            "bases": bases,
+            "parameters": parameters,
+            "buffers": buffers,
+            "attributes": attributes,
+            "methods": methods,
+            "span": self.source.span(stmt.start, stmt.block_end),
+        }
+
+    def _declared(self, parameters, buffers, attributes) -> dict[str, tuple[str, Optional[str]]]:
+        """Role and type of every attribute the class declares."""
+        params, bufs = set(parameters), set(buffers)
+        out: dict[str, tuple[str, Optional[str]]] = {}
+        for attr in attributes:
+            name, typ = attr["name"], attr["type"]
+            if name in params:
+                role = "parameter"
+            elif name in bufs:
+                role = "buffer"
+            elif attr["final"]:
+                role = "constant"
+            elif typ and typ.startswith(self.sem.root + "."):
+                role = "submodule"
+            else:
+                role = "attribute"
+            out[name] = (role, typ)
+        for name in params | bufs:
+            out.setdefault(name, ("parameter" if name in params else "buffer", None))
+        return out
+
+    def _strings(self, span: tuple[int, int]) -> list[str]:
+        return [unquote(m.group("item")) for m in self._string_item(self.text, *span)]
+
+    def _split(self, span: tuple[int, int]) -> list[str]:
+        m = self._items(self.text, *span)
+        if m is None:
+            return [self.text[span[0]:span[1]]]
+        return m.captures("item")
+
+    # -- functions -----------------------------------------------------------------
+    def function(self, stmt: Stmt, owner: Optional[str], declared) -> dict:
+        text = self.text
+        src = self.source
+        name = stmt.group("name")
+        params = []
+        annotations: dict[str, Optional[str]] = {}
+        for start, end in stmt.match.spans("param"):
+            p = self._param(text, start, end)
+            pname = p.group("name") if p else text[start:end]
+            ann = p.group("annotation") if p else None
+            params.append({
+                "name": pname, "annotation": ann,
+                "default": p.group("default") if p else None,
+                "span": src.span(start, end),
+            })
+            annotations[pname] = ann
+        self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
+        if owner:
+            qualified = f"{owner}.{name}"
+        elif self.module:
+            qualified = f"{self.module}.{name}"
+        elif self_type:
+            qualified = f"{self_type}.{name}"
+        else:
+            qualified = name
+
+        facts = FunctionFacts(params=annotations, declared=declared, self_name=self.sem.self_name)
+        for pname, ann in annotations.items():
+            facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
+        walk = _Walk(self, facts)
+        walk.block(stmt.body, 0, ())
+        inference = Inference(text, self.reader, facts, self.sem)
+
+        body_start = stmt.body[0].start if stmt.body else stmt.end
+        calls, self_refs, receivers = self._scan(body_start, stmt.block_end, inference, walk.target_spans)
+        starts = [c["span"]["start"] for c in calls]
+
+        def calls_in(block: Optional[list[Stmt]], end_stmt: Optional[Stmt] = None) -> list[dict]:
+            if not block:
+                return []
+            lo = bisect_left(starts, block[0].start)
+            hi = bisect_left(starts, max(s.block_end for s in block))
+            return calls[lo:hi]
+
+        ifs = []
+        for if_stmt, depth, scopes in walk.ifs:
+            ifs.append({
+                "span": src.span(if_stmt.start, if_stmt.end),
+                "depth": depth,
+                "condition": inference.condition(if_stmt.span_of("test"), scopes),
+                "then_calls": calls_in(if_stmt.body),
+                "else_calls": calls_in(if_stmt.orelse),
+                "has_else": if_stmt.else_stmt is not None,
+            })
+        self._fill_roles(self_refs, receivers, declared, ifs)
+        return {
+            "name": name,
+            "qualified_name": qualified,
+            "signature": {"params": params, "returns": stmt.group("returns")},
+            "ifs": ifs,
+            "loops": walk.loops,
+            "self_refs": self_refs,
+            "calls": calls,
+            "span": src.span(stmt.start, stmt.block_end),
+        }
+
+    def _scan(self, start: int, end: int, inference: Inference, targets: list[tuple[int, int]]):
+        """Calls and self references in ``text[start:end]``, in textual order."""
+        text = self.text
+        src = self.source
+        sem = self.sem
+        calls: list[dict] = []
+        refs: list[dict] = []
+        receivers: set[str] = set()
+        balanced = self._balanced
+        target_starts = sorted(targets)
+
+        def in_target(pos: int) -> bool:
+            i = bisect_left(target_starts, (pos + 1,)) - 1
+            return i >= 0 and target_starts[i][0] <= pos < target_starts[i][1]
+
+        def call_end(open_pos: int) -> int:
+            b = balanced(text, open_pos, end)
+            return b.end() if b else open_pos + 1
+
+        for m in self._references(text, start, end):
+            group = m.lastgroup
+            if m.start("string") >= 0:
+                continue
+            if m.start("getattr_obj") >= 0:
+                base = inference.name_path(m.group("getattr_obj"))
+                if base:
+                    path = f"{base}.{unquote(m.group('getattr_name'))}"
+                    refs.append(self._ref(path, m.start(), m.end(), inference))
+                continue
+            if m.start("method") >= 0:
+                rs, re_ = m.span("receiver")
+                path = inference.expr_path(inference.tree((rs, re_)))
+                method = m.group("method")
+                if path == sem.self_name:
+                    kind = "self_method"
+                elif path is not None:
+                    role = inference.declared(path)[0]
+                    kind = "method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule"
+                    receivers.add(path)
+                else:
+                    kind = "method"
+                calls.append({
+                    "kind": kind, "receiver": path, "method": method, "target": None,
+                    "callee": text[m.start():m.end("method")],
+                    "span": src.span(m.start(), call_end(m.start("method_open"))),
+                })
+                continue
+            if m.start("callee") >= 0:
+                callee = m.group("callee")
+                if callee in sem.intrinsics:
+                    continue
+                op = sem.operator(callee)
+                if op is not None:
+                    kind, target = "operator", op
+                else:
+                    kind, target = inference.callee_target(inference.tree(m.span("callee")))
+                    if kind == "intrinsic":
+                        continue
+                calls.append({
+                    "kind": kind, "receiver": None, "method": None, "target": target,
+                    "callee": callee,
+                    "span": src.span(m.start(), call_end(m.start("call_open"))),
+                })
+                continue
+            if m.start("attr_base") >= 0:
+                base_name = m.group("attr_base")
+                if in_target(m.start()):
+                    continue
+                base = inference.name_path(base_name)
+                if not base:
+                    continue
+                pos = m.end("attr_base")
+                for attr in m.group("attr_chain")[1:].split("."):
+                    base = f"{base}.{attr}"
+                    pos += 1 + len(attr)
+                    refs.append(self._ref(base, m.start(), pos, inference))
+        del group
+        return calls, refs, receivers
+
+    def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:
+        role, typ = inference.declared(path)
+        return {"path": path, "role": role or "unknown", "declared_type": typ, "span": self.source.span(start, end)}
+
+    def _fill_roles(self, refs: list[dict], receivers: set[str], declared, ifs: list[dict]) -> None:
+        """Without class declarations, infer roles from use."""
+        if declared is not None:
+            for ref in refs:
+                if ref["role"] == "unknown" and ref["path"] in receivers:
+                    ref["role"] = "submodule"
+            return
+        typed = {}
+        for if_ in ifs:
+            for s in if_["condition"]["sources"]:
+                if s["ref"].startswith(self.sem.self_name + "."):
+                    typed[s["ref"]] = s["type"]
+        for ref in refs:
+            if ref["path"] in receivers:
+                ref["role"] = "submodule"
+            elif typed.get(ref["path"], "unknown") != "unknown":
+                ref["role"] = "attribute"
+
+
+class _Walk:
+    """One pass over a function body: definitions, ifs, loops, assignment targets."""
+
+    def __init__(self, ex: Extractor, facts: FunctionFacts):
+        self.ex = ex
+        self.facts = facts
+        self.ifs: list[tuple[Stmt, int, tuple[Scope, ...]]] = []
+        self.loops: list[dict] = []
+        self.target_spans: list[tuple[int, int]] = []
+
+    def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
+        ex = self.ex
+        text = ex.text
+        m = ex._items(text, *span)
+        items = m.spans("item") if m else [span]
+        self.target_spans.append(span)
+        many = len(items) > 1
+        for index, (s, e) in enumerate(items):
+            if ex._identifier(text, s, e):
+                name = text[s:e]
+                element = index if many else None
+                self.facts.defs.setdefault(name, []).append(
+                    Definition(name, kind, value, element, scopes, annotation, start)
+                )
+
+    def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
+        for s in stmts:
+            k = s.kind
+            if k == "assign":
+                self.bind(s.span_of("targets"), "assign", s.span_of("value"), scopes, s.start,
+                          s.group("type") if "type" in s.match.groupdict() else None)
+            elif k in ("if", "elif"):
+                test = s.span_of("test")
+                self.ifs.append((s, depth, scopes))
+                self.block(s.body, depth + 1, scopes + (Scope("if", "then", test, s.start),))
+                if s.orelse:
+                    self.block(s.orelse, depth + 1, scopes + (Scope("if", "else", test, s.start),))
+            elif k in ("for", "while"):
+                test = s.span_of("iter") if k == "for" else s.span_of("test")
+                scope = Scope(k, "body", test, s.start)
+                if k == "for":
+                    self.bind(s.span_of("target"), "for", test, scopes + (scope,), s.start)
+                self.loops.append({
+                    "kind": k,
+                    "target": s.group("target") if k == "for" else None,
+                    "iter": self.ex.text[test[0]:test[1]],
+                    "depth": depth,
+                    "span": self.ex.source.span(s.start, s.end),
+                })
+                self.block(s.body, depth + 1, scopes + (scope,))
+            elif k == "with":
+                scope = Scope("with", "body", s.span_of("item"), s.start)
+                if s.group("target"):
+                    self.bind(s.span_of("target"), "with", s.span_of("item"), scopes, s.start)
+                self.block(s.body, depth + 1, scopes + (scope,))
+            elif k in ("def", "else", "class") and s.body:
+                self.block(s.body, depth + 1, scopes)

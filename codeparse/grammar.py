@@ -1,0 +1,330 @@
+"""Loading, checking and compiling the versioned grammars in ``grammars/``.
+
+A grammar is data (``grammars/torchscript-v2.toml``); this module is the engine that
+turns it into compiled ``regex`` patterns.  Pieces in ``[patterns]`` are UPPER_SNAKE
+names composed by ``{NAME}`` references; an all-caps name can never be a regex
+quantifier, so ``{NAME}`` is unambiguous.  Sub-patterns in ``[recursive]`` are called
+with ``(?&name)``; each compiled pattern gets a ``(?(DEFINE)...)`` block holding every
+sub-pattern it needs.
+
+Everything is checked when the grammar loads: each reference resolves, no reference
+cycle, every pattern compiles, no statement pattern matches the empty string, rule
+names are unique and ``emits`` names a known statement node.  Errors name the grammar
+file and the rule, as ``GrammarError("grammars/torchscript-v2.toml: rule 'if': ...")``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import regex
+
+__all__ = [
+    "GrammarError",
+    "Grammar",
+    "Statement",
+    "GrammarInfo",
+    "grammar_dir",
+    "available_grammars",
+    "load_grammar",
+    "load_semantics",
+    "DEFAULT_GRAMMAR",
+]
+
+DEFAULT_GRAMMAR = "torchscript-v2"
+
+# The statement nodes the parser knows how to build; a grammar's `emits` must be one.
+STATEMENT_NODES = frozenset(
+    {
+        "class", "def", "if", "elif", "else", "for", "while", "with", "return", "pass",
+        "break", "continue", "raise", "assert", "del", "parameters_decl", "buffers_decl",
+        "annotation_decl", "final_decl", "attribute_decl", "assign", "expr", "header",
+    }
+)
+# Sections every grammar must have, with the keys the engine reads from them.
+REQUIRED = {
+    "grammar": ("id", "title", "statement_end"),
+    "limits": ("max_block_depth", "max_line_length", "max_expression_depth", "match_timeout"),
+    "lines": ("physical", "blank", "binary"),
+    "fragments": ("param", "string_item", "expr_items", "string_body"),
+    "scan": ("references", "balanced"),
+    "expression": ("atom", "trailer", "items", "dict_items", "keyword", "dict_entry"),
+}
+_PIECE_REF = regex.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+_RECURSIVE_CALL = regex.compile(r"\(\?&([a-z_][a-z0-9_]*)\)")
+_FLAGS = regex.VERSION0
+# How often each statement occurs in printed code, most frequent first.
+_FREQUENCY = {e: i for i, e in enumerate(("assign", "expr", "if", "else", "return", "attribute_decl", "def"))}
+
+
+class GrammarError(Exception):
+    """A grammar file is malformed; the message names the file and the rule."""
+
+
+def grammar_dir() -> Path:
+    """The folder holding the grammar files, in an installed wheel or in a checkout."""
+    override = os.environ.get("CODEPARSE_GRAMMARS")
+    if override:
+        return Path(override)
+    here = Path(__file__).resolve().parent
+    installed = here / "grammars"  # the wheel carries them inside the package
+    if installed.is_dir():
+        return installed
+    return here.parent / "grammars"  # a checkout or an editable install
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One compiled statement rule."""
+
+    name: str
+    emits: str
+    block: bool
+    empty_block: bool  # the block may be empty (a class with no body)
+    pattern: Any  # compiled regex.Pattern
+
+
+@dataclass(frozen=True)
+class GrammarInfo:
+    """What ``codeparse grammars`` lists about a grammar."""
+
+    id: str
+    title: str
+    path: str
+    torch_versions: str
+    version_records: tuple[int, ...]
+    detect: str
+    statements: int
+
+
+@dataclass
+class Grammar:
+    """A loaded, checked and compiled grammar."""
+
+    id: str
+    path: Path
+    info: GrammarInfo
+    limits: dict[str, Any]
+    statements: tuple[Statement, ...]
+    statement_by_group: tuple[tuple[int, Statement], ...]
+    # The statement rules as one alternation: one match call per logical line.
+    statement_pattern: Any
+    lines: dict[str, Any]
+    fragments: dict[str, Any]
+    scan: dict[str, Any]
+    expression: dict[str, Any]
+    detect_absent: tuple[Any, ...] = ()
+    detect_present: tuple[Any, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def timeout(self) -> float:
+        return float(self.limits["match_timeout"])
+
+
+class _Compiler:
+    """Expands ``{PIECE}`` references and attaches ``(?(DEFINE)...)`` blocks."""
+
+    def __init__(self, path: Path, pieces: dict[str, str], recursive: dict[str, str]):
+        self.path = path
+        self.pieces = pieces
+        self.expanded: dict[str, str] = {}
+        self.recursive: dict[str, str] = {}
+        for name in pieces:
+            self._expand_piece(name, ())
+        for name, text in recursive.items():
+            self.recursive[name] = self.expand(text, f"recursive '{name}'")
+
+    def _fail(self, where: str, what: str) -> GrammarError:
+        return GrammarError(f"{self.path}: {where}: {what}")
+
+    def _expand_piece(self, name: str, stack: tuple[str, ...]) -> str:
+        if name in self.expanded:
+            return self.expanded[name]
+        if name in stack:
+            raise self._fail(f"piece {{{name}}}", "reference cycle " + " -> ".join(stack + (name,)))
+        if name not in self.pieces:
+            where = f"piece {{{stack[-1]}}}" if stack else "pattern"
+            raise self._fail(where, f"unknown piece {{{name}}}")
+        text = self.pieces[name]
+        out = _PIECE_REF.sub(lambda m: self._expand_piece(m.group(1), stack + (name,)), text)
+        self.expanded[name] = out
+        return out
+
+    def expand(self, text: str, where: str) -> str:
+        def sub(m: Any) -> str:
+            name = m.group(1)
+            if name not in self.pieces:
+                raise self._fail(where, f"unknown piece {{{name}}}")
+            return self._expand_piece(name, ())
+
+        return _PIECE_REF.sub(sub, text)
+
+    def _needed(self, text: str, where: str) -> list[str]:
+        """Recursive sub-patterns ``text`` calls, directly or through each other."""
+        order: list[str] = []
+        todo = list(_RECURSIVE_CALL.findall(text))
+        while todo:
+            name = todo.pop()
+            if name in order:
+                continue
+            if name not in self.recursive:
+                raise self._fail(where, f"unknown recursive sub-pattern (?&{name})")
+            order.append(name)
+            todo.extend(_RECURSIVE_CALL.findall(self.recursive[name]))
+        return sorted(order)
+
+    def with_defines(self, text: str, where: str) -> str:
+        needed = self._needed(text, where)
+        if not needed:
+            return text
+        # Each sub-pattern is wrapped non-verbose so that a (?x) in the body pattern
+        # does not change how the definitions read.
+        defines = "".join(f"(?P<{n}>(?-x:{self.recursive[n]}))" for n in needed)
+        return f"(?:{text})(?(DEFINE){defines})"
+
+    def compile(self, text: str, where: str) -> Any:
+        source = self.with_defines(self.expand(text, where), where)
+        try:
+            return regex.compile(source, _FLAGS)
+        except regex.error as exc:
+            raise self._fail(where, f"uncompilable pattern: {exc}") from None
+
+
+def _require(path: Path, data: dict[str, Any]) -> None:
+    for section, keys in REQUIRED.items():
+        table = data.get(section)
+        if not isinstance(table, dict):
+            raise GrammarError(f"{path}: missing section [{section}]")
+        for key in keys:
+            if key not in table:
+                raise GrammarError(f"{path}: [{section}] lacks '{key}'")
+    if not isinstance(data.get("statements"), list) or not data["statements"]:
+        raise GrammarError(f"{path}: no [[statements]] rules")
+
+
+def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
+    end = comp.expand(data["grammar"]["statement_end"], "grammar.statement_end")
+    rules: list[Statement] = []
+    alternatives: list[str] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(data["statements"]):
+        name = raw.get("name")
+        if not isinstance(name, str) or not regex.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise GrammarError(f"{path}: statement #{index + 1} has no valid snake_case name")
+        where = f"rule '{name}'"
+        if name in seen:
+            raise GrammarError(f"{path}: {where}: duplicate rule name")
+        seen.add(name)
+        emits = raw.get("emits")
+        if emits not in STATEMENT_NODES:
+            raise GrammarError(f"{path}: {where}: unknown emits {emits!r}")
+        if "pattern" not in raw:
+            raise GrammarError(f"{path}: {where}: no pattern")
+        body = comp.expand(raw["pattern"], where)
+        pattern = comp.compile(f"(?:{body}){end}", where)
+        if pattern.fullmatch("") is not None:
+            raise GrammarError(f"{path}: {where}: pattern matches the empty string")
+        rules.append(
+            Statement(
+                name, emits, bool(raw.get("block", False)), bool(raw.get("empty_block", False)), pattern
+            )
+        )
+        alternatives.append(f"(?P<rule__{name}>(?:{body}){end})")
+    combined = comp.compile("|".join(alternatives), "statements (combined)")
+    # `regex` does not say which alternative matched (its lastgroup is the highest
+    # numbered group), so the parser tests each rule's group; commonest rules first.
+    order = sorted(rules, key=lambda r: _FREQUENCY.get(r.emits, len(_FREQUENCY)))
+    by_group = tuple((combined.groupindex[f"rule__{r.name}"], r) for r in order)
+    return tuple(rules), by_group, combined
+
+
+def _load(path: Path) -> Grammar:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GrammarError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise GrammarError(f"{path}: invalid TOML: {exc}") from None
+    _require(path, data)
+    pieces = data.get("patterns", {})
+    for name in pieces:
+        if not regex.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            raise GrammarError(f"{path}: piece '{name}': piece names are UPPER_SNAKE")
+    comp = _Compiler(path, pieces, data.get("recursive", {}))
+
+    def section(name: str) -> dict[str, Any]:
+        return {k: comp.compile(v, f"{name}.{k}") for k, v in data[name].items()}
+
+    statements, by_group, combined = _compile_statements(path, data, comp)
+    detect = data.get("detect", {})
+    meta = data["grammar"]
+    info = GrammarInfo(
+        id=meta["id"],
+        title=meta["title"],
+        path=str(path),
+        torch_versions=str(meta.get("torch_versions", "")),
+        version_records=tuple(meta.get("version_records", ())),
+        detect=str(detect.get("description", "")),
+        statements=len(statements),
+    )
+    return Grammar(
+        id=meta["id"],
+        path=path,
+        info=info,
+        limits=dict(data["limits"]),
+        statements=statements,
+        statement_by_group=by_group,
+        statement_pattern=combined,
+        lines=section("lines"),
+        fragments=section("fragments"),
+        scan=section("scan"),
+        expression=section("expression"),
+        detect_absent=tuple(
+            comp.compile(p, "detect.requires_absent") for p in detect.get("requires_absent", ())
+        ),
+        detect_present=tuple(
+            comp.compile(p, "detect.requires_present") for p in detect.get("requires_present", ())
+        ),
+        raw=data,
+    )
+
+
+def _grammar_files() -> dict[str, Path]:
+    files = {}
+    for path in sorted(grammar_dir().glob("torchscript-*.toml")):
+        files[path.stem] = path
+    return files
+
+
+def available_grammars() -> list[GrammarInfo]:
+    """Every grammar shipped, newest first."""
+    return [load_grammar(gid).info for gid in sorted(_grammar_files(), reverse=True)]
+
+
+@functools.cache
+def load_grammar(grammar_id: str | None = None) -> Grammar:
+    """Load and compile a grammar by id (``torchscript-v2``); cached per id."""
+    gid = grammar_id or DEFAULT_GRAMMAR
+    files = _grammar_files()
+    if gid not in files:
+        supported = ", ".join(sorted(files)) or "none found in " + str(grammar_dir())
+        raise GrammarError(f"grammar {gid!r} is not supported; supported: {supported}")
+    grammar = _load(files[gid])
+    if grammar.id != gid:
+        raise GrammarError(f"{files[gid]}: [grammar].id is {grammar.id!r}, expected {gid!r}")
+    return grammar
+
+
+@functools.cache
+def load_semantics() -> dict[str, Any]:
+    """The meaning of names (``grammars/semantics.toml``), shared by every grammar."""
+    path = grammar_dir() / "semantics.toml"
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise GrammarError(f"{path}: cannot load: {exc}") from None

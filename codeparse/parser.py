@@ -1,0 +1,217 @@
+"""The parser: code text to a tree of statements, by indentation.
+
+Each physical line is split by the grammar's ``[lines].physical`` pattern into its
+indentation and text; the text is matched against the grammar's statement rules (one
+combined alternation, first rule in file order wins).  A rule may consume several
+physical lines (a ``def`` with its parameters on continuation lines).  Blocks follow
+indentation, as in CPython's tokenizer: an indent opens the block of the statement
+before it, a dedent closes blocks back to a matching column.
+
+Nothing here raises on bad input: a line no rule matches becomes an
+:class:`Unparsed` record and a ``CP101`` diagnostic, and parsing goes on with the
+next line.  Depth, line length and match time are bounded by the grammar's
+``[limits]``, each with its own code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .codes import diagnostic
+from .grammar import Grammar, Statement
+from .source import SourceText
+
+__all__ = ["Stmt", "Unparsed", "ParseResult", "parse_statements"]
+
+_EXCERPT = 60  # characters of an unparsed line quoted in its message
+
+
+@dataclass(slots=True)
+class Stmt:
+    """One statement: the rule that matched it and the match (its named groups)."""
+
+    rule: Statement
+    match: Any  # regex.Match over the whole source text
+    start: int  # offset of the statement's first character (after indentation)
+    end: int  # offset just past its last character
+    column: int  # indentation width
+    body: list["Stmt"] = field(default_factory=list)
+    # For `if`: the statements of its `else:` block (or the `elif` chained to it).
+    orelse: Optional[list["Stmt"]] = None
+    else_stmt: Optional["Stmt"] = None
+    block_end: int = -1  # offset just past the last statement inside, or `end`
+
+    @property
+    def kind(self) -> str:
+        return self.rule.emits
+
+    def group(self, name: str) -> Optional[str]:
+        return self.match.group(name)
+
+    def span_of(self, name: str) -> tuple[int, int]:
+        return self.match.span(name)
+
+
+@dataclass(slots=True)
+class Unparsed:
+    """Text the grammar does not cover."""
+
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class ParseResult:
+    body: list[Stmt]
+    unparsed: list[Unparsed]
+    diagnostics: list[dict]
+
+
+class _Block:
+    __slots__ = ("column", "stmts", "owner")
+
+    def __init__(self, column: int, stmts: list[Stmt], owner: Optional[Stmt]):
+        self.column = column
+        self.stmts = stmts
+        self.owner = owner
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
+    """Read ``source`` into top-level statements with nested blocks."""
+    text = source.text
+    path = source.path
+    physical = grammar.lines["physical"].match
+    blank = grammar.lines["blank"].fullmatch
+    statement = grammar.statement_pattern.match
+    rules = grammar.statement_by_group
+    limits = grammar.limits
+    max_depth = int(limits["max_block_depth"])
+    max_len = int(limits["max_line_length"])
+    timeout = grammar.timeout()
+
+    diagnostics: list[dict] = []
+    unparsed: list[Unparsed] = []
+    root: list[Stmt] = []
+    stack = [_Block(0, root, None)]
+    pending: Optional[Stmt] = None  # a statement whose block has not started yet
+    too_deep_column = -1  # while >= 0, lines indented past it are skipped
+    size = len(text)
+    pos = 0
+
+    def report(code: str, start: int, end: int, **args: object) -> None:
+        diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
+
+    while pos < size:
+        line = physical(text, pos)
+        indent_end, text_end, next_pos = line.end("indent"), line.end("text"), line.end()
+        if next_pos == pos:  # defensive: the pattern must always advance
+            break
+        column = indent_end - pos
+        if blank(text, indent_end, text_end):
+            pos = next_pos
+            continue
+        if too_deep_column >= 0:
+            if column > too_deep_column:
+                pos = next_pos
+                continue
+            too_deep_column = -1
+        if text_end - indent_end > max_len:
+            report("CP105", indent_end, text_end, length=text_end - indent_end, limit=max_len)
+            pos = next_pos
+            continue
+
+        # Indentation decides which block the statement belongs to.
+        if pending is not None:
+            if column > stack[-1].column:
+                if len(stack) > max_depth:
+                    report("CP104", indent_end, text_end, limit=max_depth)
+                    too_deep_column = stack[-1].column
+                    pending = None
+                    pos = next_pos
+                    continue
+                stack.append(_Block(column, pending.body, pending))
+            elif not pending.rule.empty_block:
+                report("CP103", pending.start, pending.end, statement=pending.rule.name)
+            pending = None
+        elif column > stack[-1].column:
+            report("CP102", pos, indent_end, expected=stack[-1].column + 1)
+        else:
+            while column < stack[-1].column:
+                stack.pop()
+            if column != stack[-1].column:
+                report("CP111", pos, indent_end, column=column + 1)
+
+        try:
+            m = statement(text, indent_end, timeout=timeout)
+        except TimeoutError:
+            report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
+            pos = next_pos
+            continue
+        if m is None:
+            unparsed.append(Unparsed(indent_end, text_end))
+            report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
+            pos = next_pos
+            continue
+        rule = next(r for index, r in rules if m.start(index) >= 0)
+        end = m.end()
+        stmt = Stmt(rule, m, indent_end, end, column)
+        stack[-1].stmts.append(stmt)
+        if rule.block:
+            pending = stmt
+        # Continue after the line on which the statement ended.
+        pos = physical(text, end).end() if end > text_end else next_pos
+    if pending is not None and not pending.rule.empty_block:
+        report("CP103", pending.start, pending.end, statement=pending.rule.name)
+
+    _link_else(root, report)
+    _close_blocks(root)
+    return ParseResult(root, unparsed, diagnostics)
+
+
+def _link_else(stmts: list[Stmt], report) -> None:
+    """Attach each ``else:``/``elif`` to the ``if`` before it, removing it from the list."""
+    kept: list[Stmt] = []
+    chain: Optional[Stmt] = None  # the if/elif an else or elif would attach to
+    for stmt in stmts:
+        if stmt.body:
+            _link_else(stmt.body, report)
+        kind = stmt.kind
+        if kind in ("else", "elif"):
+            if chain is None or chain.orelse is not None:
+                report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
+                kept.append(stmt)
+                chain = None
+                continue
+            if kind == "else":
+                chain.orelse = stmt.body
+                chain.else_stmt = stmt
+                chain = None
+            else:
+                chain.orelse = [stmt]
+                chain.else_stmt = stmt
+                chain = stmt
+            continue
+        kept.append(stmt)
+        chain = stmt if kind == "if" else None
+    stmts[:] = kept
+
+
+def _close_blocks(stmts: list[Stmt]) -> int:
+    """Set ``block_end`` on every statement; return the end of the last one."""
+    end = -1
+    for stmt in stmts:
+        last = stmt.end
+        if stmt.body:
+            last = max(last, _close_blocks(stmt.body))
+        if stmt.orelse is not None:
+            last = max(last, stmt.else_stmt.end if stmt.else_stmt else last)
+            if stmt.orelse:
+                last = max(last, _close_blocks(stmt.orelse))
+        stmt.block_end = last
+        end = max(end, last)
+    return end
