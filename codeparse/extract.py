@@ -223,7 +223,6 @@ class Extractor:
             return b.end() if b else open_pos + 1
 
         for m in self._references(text, start, end):
-            group = m.lastgroup
             if m.start("string") >= 0:
                 continue
             if m.start("getattr_obj") >= 0:
@@ -279,7 +278,6 @@ class Extractor:
                     base = f"{base}.{attr}"
                     pos += 1 + len(attr)
                     refs.append(self._ref(base, m.start(), pos, inference))
-        del group
         return calls, refs, receivers
 
     def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:

@@ -20,7 +20,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import regex
 
@@ -58,8 +58,6 @@ REQUIRED = {
 _PIECE_REF = regex.compile(r"\{([A-Z][A-Z0-9_]*)\}")
 _RECURSIVE_CALL = regex.compile(r"\(\?&([a-z_][a-z0-9_]*)\)")
 _FLAGS = regex.VERSION0
-# How often each statement occurs in printed code, most frequent first.
-_FREQUENCY = {e: i for i, e in enumerate(("assign", "expr", "if", "else", "return", "attribute_decl", "def"))}
 
 
 class GrammarError(Exception):
@@ -84,6 +82,7 @@ class Statement:
 
     name: str
     emits: str
+    keyword: Optional[str]  # tried only on lines whose first word is this
     block: bool
     empty_block: bool  # the block may be empty (a class with no body)
     pattern: Any  # compiled regex.Pattern
@@ -111,9 +110,10 @@ class Grammar:
     info: GrammarInfo
     limits: dict[str, Any]
     statements: tuple[Statement, ...]
-    statement_by_group: tuple[tuple[int, Statement], ...]
-    # The statement rules as one alternation: one match call per logical line.
-    statement_pattern: Any
+    # Rules to try, in file order, for a line whose first word is the key; lines
+    # whose first word is no rule's keyword try `generic_rules`.
+    rules_by_keyword: dict[str, tuple[Statement, ...]]
+    generic_rules: tuple[Statement, ...]
     lines: dict[str, Any]
     fragments: dict[str, Any]
     scan: dict[str, Any]
@@ -210,7 +210,6 @@ def _require(path: Path, data: dict[str, Any]) -> None:
 def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
     end = comp.expand(data["grammar"]["statement_end"], "grammar.statement_end")
     rules: list[Statement] = []
-    alternatives: list[str] = []
     seen: set[str] = set()
     for index, raw in enumerate(data["statements"]):
         name = raw.get("name")
@@ -225,22 +224,24 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
             raise GrammarError(f"{path}: {where}: unknown emits {emits!r}")
         if "pattern" not in raw:
             raise GrammarError(f"{path}: {where}: no pattern")
-        body = comp.expand(raw["pattern"], where)
-        pattern = comp.compile(f"(?:{body}){end}", where)
+        keyword = raw.get("keyword")
+        if keyword is not None and not raw["pattern"].startswith(keyword):
+            raise GrammarError(f"{path}: {where}: pattern does not begin with its keyword {keyword!r}")
+        pattern = comp.compile(f"(?:{raw['pattern']}){end}", where)
         if pattern.fullmatch("") is not None:
             raise GrammarError(f"{path}: {where}: pattern matches the empty string")
         rules.append(
-            Statement(
-                name, emits, bool(raw.get("block", False)), bool(raw.get("empty_block", False)), pattern
-            )
+            Statement(name, emits, keyword, bool(raw.get("block", False)),
+                      bool(raw.get("empty_block", False)), pattern)
         )
-        alternatives.append(f"(?P<rule__{name}>(?:{body}){end})")
-    combined = comp.compile("|".join(alternatives), "statements (combined)")
-    # `regex` does not say which alternative matched (its lastgroup is the highest
-    # numbered group), so the parser tests each rule's group; commonest rules first.
-    order = sorted(rules, key=lambda r: _FREQUENCY.get(r.emits, len(_FREQUENCY)))
-    by_group = tuple((combined.groupindex[f"rule__{r.name}"], r) for r in order)
-    return tuple(rules), by_group, combined
+    # One match per rule, in file order (one combined alternation would be slower:
+    # `regex` saves every capture group on each recursive call).
+    generic = tuple(r for r in rules if r.keyword is None)
+    by_keyword = {
+        kw: tuple(r for r in rules if r.keyword in (kw, None))
+        for kw in {r.keyword for r in rules if r.keyword}
+    }
+    return tuple(rules), by_keyword, generic
 
 
 def _load(path: Path) -> Grammar:
@@ -260,7 +261,7 @@ def _load(path: Path) -> Grammar:
     def section(name: str) -> dict[str, Any]:
         return {k: comp.compile(v, f"{name}.{k}") for k, v in data[name].items()}
 
-    statements, by_group, combined = _compile_statements(path, data, comp)
+    statements, by_keyword, generic = _compile_statements(path, data, comp)
     detect = data.get("detect", {})
     meta = data["grammar"]
     info = GrammarInfo(
@@ -278,8 +279,8 @@ def _load(path: Path) -> Grammar:
         info=info,
         limits=dict(data["limits"]),
         statements=statements,
-        statement_by_group=by_group,
-        statement_pattern=combined,
+        rules_by_keyword=by_keyword,
+        generic_rules=generic,
         lines=section("lines"),
         fragments=section("fragments"),
         scan=section("scan"),

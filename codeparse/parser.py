@@ -87,8 +87,9 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     path = source.path
     physical = grammar.lines["physical"].match
     blank = grammar.lines["blank"].fullmatch
-    statement = grammar.statement_pattern.match
-    rules = grammar.statement_by_group
+    first_word = grammar.fragments["identifier"].match
+    by_keyword = grammar.rules_by_keyword
+    generic = grammar.generic_rules
     limits = grammar.limits
     max_depth = int(limits["max_block_depth"])
     max_len = int(limits["max_line_length"])
@@ -146,8 +147,14 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             if column != stack[-1].column:
                 report("CP111", pos, indent_end, column=column + 1)
 
+        word = first_word(text, indent_end, text_end)
+        rules = by_keyword.get(word.group(), generic) if word else generic
+        m = rule = None
         try:
-            m = statement(text, indent_end, timeout=timeout)
+            for rule in rules:
+                m = rule.pattern.match(text, indent_end, timeout=timeout)
+                if m is not None:
+                    break
         except TimeoutError:
             report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
             pos = next_pos
@@ -157,7 +164,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
             pos = next_pos
             continue
-        rule = next(r for index, r in rules if m.start(index) >= 0)
         end = m.end()
         stmt = Stmt(rule, m, indent_end, end, column)
         stack[-1].stmts.append(stmt)

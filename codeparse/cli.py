@@ -1,0 +1,326 @@
+"""The ``codeparse`` command: a thin shell over the public API.
+
+The commands read inputs, call :func:`codeparse.parse_file` / :func:`codeparse.parse_text`,
+pick a renderer from :mod:`codeparse.render` and decide where its output goes (results on
+stdout, diagnostics and errors on stderr).  Nothing else happens here.
+
+Exit codes (DESIGN.md §4): 0 every input was read and understood; 1 some text was read
+with diagnostics; 2 an input could not be read at all, the grammar could not be loaded,
+the command line was wrong, or codeparse failed internally.  No traceback is ever
+printed: unexpected errors become one line naming the input.
+
+:func:`main` returns the exit code, so tests call ``main([...])`` and the console script
+(``codeparse = codeparse.cli:main``) and ``python -m codeparse`` pass it to ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional, Sequence, TextIO
+
+import click
+
+import codeparse
+
+from . import render
+from .grammar import GrammarError, available_grammars, load_grammar
+
+__all__ = ["main", "create_parser", "EXIT_OK", "EXIT_DIAGNOSTICS", "EXIT_ERROR"]
+
+EXIT_OK = 0
+EXIT_DIAGNOSTICS = 1
+EXIT_ERROR = 2
+
+PROG = "codeparse"
+
+
+class _Fatal(Exception):
+    """Stops a command: its message is already printed; carries the exit code."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+def _version() -> str:
+    version = getattr(codeparse, "__version__", None)
+    if version:
+        return str(version)
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        return dist_version("codeparse")
+    except (ImportError, PackageNotFoundError):
+        return "unknown"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"{PROG} {_version()}")
+    ctx.exit(EXIT_OK)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _input_error(err: TextIO, path: str, message: str) -> None:
+    err.write(f"{path}: error: {message}\n")
+
+
+def _internal_error(err: TextIO, path: Optional[str], exc: BaseException) -> None:
+    where = f"{path}: " if path else ""
+    err.write(f"{where}internal error: {_one_line(exc)} (this is a bug in codeparse; please report it)\n")
+
+
+# ----------------------------------------------------------------------- reading
+
+
+def _read_stdin() -> bytes:
+    stream = sys.stdin
+    if stream is None:
+        raise codeparse.InputError("-", "standard input is closed")
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        return buffer.read()
+    data = stream.read()
+    return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+
+
+def _decode(data: bytes) -> str:
+    """The text the API parses for ``data`` (so that spans index into it)."""
+    text = data.decode("utf-8", errors="replace")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _parse_stdin(grammar_id: Optional[str]) -> tuple[Any, str]:
+    """Parse standard input as path ``-``; returns the CodeFile and the text read."""
+    data = _read_stdin()
+    return codeparse.parse_bytes(data, "-", grammar_id), _decode(data)
+
+
+def _source_text(path: str) -> Optional[str]:
+    """The text a file's spans index into, read again only to show source lines."""
+    try:
+        with open(path, "rb") as handle:
+            return _decode(handle.read())
+    except OSError:
+        return None
+
+
+# ------------------------------------------------------------------------- parse
+
+
+def run_parse(
+    paths: Sequence[str],
+    fmt: str,
+    grammar_id: Optional[str],
+    out: TextIO,
+    err: TextIO,
+    color: Optional[bool] = None,
+) -> int:
+    """The ``parse`` command, with its streams given: returns the exit code."""
+    if grammar_id is not None:
+        try:
+            load_grammar(grammar_id)
+        except GrammarError as exc:
+            err.write(f"{PROG}: error: {exc}\n")
+            return EXIT_ERROR
+
+    status = EXIT_OK
+    array = render.JsonArrayWriter(out) if fmt == "json" else None
+
+    def emit(code_file: Any, text: Optional[str], source_path: str) -> None:
+        nonlocal status
+        if fmt == "jsonl":
+            out.write(render.render_jsonl_line(code_file) + "\n")
+        elif array is not None:
+            array.write(code_file)
+        else:
+            render.render_code_table(code_file, out, color=color)
+        if code_file.diagnostics:
+            status = max(status, EXIT_DIAGNOSTICS)
+            if text is None and source_path != "-":
+                text = _source_text(source_path)
+            out.flush()
+            err.write(render.render_diagnostics(code_file.diagnostics, text))
+            err.flush()
+
+    try:
+        for arg in paths:
+            try:
+                files = [arg] if arg == "-" else codeparse.iter_inputs([arg])
+            except codeparse.InputError as exc:
+                _input_error(err, getattr(exc, "path", None) or arg, getattr(exc, "message", str(exc)))
+                status = EXIT_ERROR
+                continue
+            except Exception as exc:  # noqa: BLE001 - never a traceback
+                _internal_error(err, arg, exc)
+                status = EXIT_ERROR
+                continue
+            if not files:
+                err.write(f"{arg}: warning: no .code or .py files found\n")
+                continue
+            for path in files:
+                try:
+                    if path == "-":
+                        code_file, text = _parse_stdin(grammar_id)
+                    else:
+                        code_file, text = codeparse.parse_file(path, grammar=grammar_id), None
+                except codeparse.InputError as exc:
+                    _input_error(err, getattr(exc, "path", None) or path, getattr(exc, "message", str(exc)))
+                    status = EXIT_ERROR
+                    continue
+                except GrammarError as exc:  # the grammar is broken: every input would fail
+                    err.write(f"{PROG}: error: {exc}\n")
+                    raise _Fatal(EXIT_ERROR) from None
+                except Exception as exc:  # noqa: BLE001 - never a traceback
+                    _internal_error(err, path, exc)
+                    status = EXIT_ERROR
+                    continue
+                emit(code_file, text, path)
+    except _Fatal as stop:
+        status = stop.code
+    finally:
+        if array is not None:
+            array.close()
+        out.flush()
+    return status
+
+
+# ----------------------------------------------------------------------- commands
+
+
+@click.group(
+    name=PROG,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+def cli() -> None:
+    """Read TorchScript code text: signatures, if-statements and what their
+    conditions depend on, self references and calls."""
+
+
+@cli.command("parse")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(render.FORMATS),
+    default="table",
+    show_default=True,
+    help="table for people; json (one array) or jsonl (one CodeFile per line) for tools.",
+)
+@click.option("--grammar", "grammar_id", metavar="ID", default=None, help="Force a grammar (see `codeparse grammars`).")
+@click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
+def parse_command(paths: tuple[str, ...], fmt: str, grammar_id: Optional[str], color: Optional[bool]) -> int:
+    """Parse code text files, directories of them (.code, .py), or - for stdin.
+
+    Exit status: 0 all read and understood, 1 diagnostics, 2 an input could not be read.
+    """
+    return run_parse(paths, fmt, grammar_id, sys.stdout, sys.stderr, color=color)
+
+
+def _model_names() -> list[str]:
+    from . import models
+
+    return [
+        name
+        for name in models.__all__
+        if isinstance(getattr(models, name), type) and issubclass(getattr(models, name), models.Node)
+    ]
+
+
+@cli.command("schema")
+@click.option(
+    "--model",
+    "model_name",
+    type=click.Choice(_model_names()),
+    default="CodeFile",
+    show_default=True,
+    help="Which model's JSON Schema to print.",
+)
+def schema_command(model_name: str) -> int:
+    """Print the JSON Schema of the output (a CodeFile by default)."""
+    from . import models
+
+    sys.stdout.write(render.render_schema(getattr(models, model_name)) + "\n")
+    return EXIT_OK
+
+
+@cli.command("grammars")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--color/--no-color", default=None)
+def grammars_command(fmt: str, color: Optional[bool]) -> int:
+    """List the grammars shipped: id, torch versions, version records, detection."""
+    try:
+        infos = available_grammars()
+    except GrammarError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_ERROR
+    if fmt == "json":
+        sys.stdout.write(render.render_grammars_json(infos) + "\n")
+    else:
+        render.render_grammars_table(infos, sys.stdout, color=color)
+    return EXIT_OK
+
+
+def create_parser() -> click.Group:
+    """The click command group (for documentation tools and embedding)."""
+    return cli
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe (``codeparse parse ... | head``), drop further output quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = cli.main(args=args, prog_name=PROG, standalone_mode=False)
+    except click.UsageError as exc:
+        exc.show()
+        return EXIT_ERROR
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_ERROR
+    except (click.Abort, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - never a traceback
+        try:
+            _internal_error(sys.stderr, None, exc)
+        except Exception:  # noqa: BLE001 - stderr itself is gone
+            pass
+        return EXIT_ERROR
+    if isinstance(result, int):
+        return result
+    return EXIT_OK
