@@ -170,18 +170,18 @@ def run_parse(
                         code_file, text = _parse_stdin(grammar_id)
                     else:
                         code_file, text = codeparse.parse_file(path, grammar=grammar_id), None
+                    emit(code_file, text, path)
                 except codeparse.InputError as exc:
                     _input_error(err, getattr(exc, "path", None) or path, getattr(exc, "message", str(exc)))
                     status = EXIT_ERROR
-                    continue
                 except GrammarError as exc:  # the grammar is broken: every input would fail
                     err.write(f"{PROG}: error: {exc}\n")
                     raise _Fatal(EXIT_ERROR) from None
+                except BrokenPipeError:  # the reader went away: main() ends quietly
+                    raise
                 except Exception as exc:  # noqa: BLE001 - never a traceback
                     _internal_error(err, path, exc)
                     status = EXIT_ERROR
-                    continue
-                emit(code_file, text, path)
     except _Fatal as stop:
         status = stop.code
     finally:
@@ -314,6 +314,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         _silence_stdout()
+        return EXIT_DIAGNOSTICS
+    except SystemExit as exc:  # click exits 1 itself when stdout is a closed pipe
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or EXIT_OK
+        sys.stderr.write(f"{exc.code}\n")
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - never a traceback
         try:

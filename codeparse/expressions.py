@@ -109,7 +109,6 @@ class ExpressionReader:
         self._atom = expression["atom"].match
         self._trailer = expression["trailer"].match
         self._items = expression["items"].match
-        self._dict_items = expression["dict_items"].match
         self._keyword = expression["keyword"].match
         self._entry = expression["dict_entry"].match
         self.max_depth = int(grammar.limits["max_expression_depth"])
@@ -171,7 +170,7 @@ class ExpressionReader:
     def _bracket(self, pos: int, end: int, depth: int, is_dict: bool, calls: bool = False):
         """Items between an opening bracket (before ``pos``) and its closer."""
         text = self.text
-        m = (self._dict_items if is_dict else self._items)(text, pos, end)
+        m = self._items(text, pos, end)
         if m is None:
             return ([], False, []), None
         close = m.end()
@@ -182,7 +181,7 @@ class ExpressionReader:
         for start, stop in m.spans("item"):
             if is_dict:
                 e = self._entry(text, start, stop)
-                if e is not None and e.end() == stop:
+                if e is not None:
                     key, _ = self._expr(e.start("key"), e.end("key"), depth + 1)
                     value, _ = self._expr(e.start("value"), e.end("value"), depth + 1)
                     items.extend((key, value))

@@ -320,12 +320,22 @@ class _Walk:
         items = m.spans("item") if m else [span]
         self.target_spans.append(span)
         many = len(items) > 1
+        values: list = []
+        if many and value is not None and kind == "assign":
+            # `a, b = x, y` binds each name to its own element.
+            v = ex._items(text, *value)
+            values = v.spans("item") if v else []
+            if len(values) != len(items):
+                values = []
         for index, (s, e) in enumerate(items):
             if ex._identifier(text, s, e):
                 name = text[s:e]
-                element = index if many else None
+                if values:
+                    bound, element = values[index], None
+                else:
+                    bound, element = value, (index if many else None)
                 self.facts.defs.setdefault(name, []).append(
-                    Definition(name, kind, value, element, scopes, annotation, start)
+                    Definition(name, kind, bound, element, scopes, annotation, start)
                 )
 
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:

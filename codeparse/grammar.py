@@ -50,10 +50,10 @@ STATEMENT_NODES = frozenset(
 REQUIRED = {
     "grammar": ("id", "title", "statement_end"),
     "limits": ("max_block_depth", "max_line_length", "max_expression_depth", "match_timeout"),
-    "lines": ("physical", "blank", "binary"),
+    "lines": ("physical", "blank", "balanced", "binary"),
     "fragments": ("param", "string_item", "expr_items", "string_body"),
     "scan": ("references", "balanced"),
-    "expression": ("atom", "trailer", "items", "dict_items", "keyword", "dict_entry"),
+    "expression": ("atom", "trailer", "items", "keyword", "dict_entry"),
 }
 _PIECE_REF = regex.compile(r"\{([A-Z][A-Z0-9_]*)\}")
 _RECURSIVE_CALL = regex.compile(r"\(\?&([a-z_][a-z0-9_]*)\)")
@@ -118,6 +118,7 @@ class Grammar:
     fragments: dict[str, Any]
     scan: dict[str, Any]
     expression: dict[str, Any]
+    bracket_pairs: tuple[tuple[str, str], ...] = ()
     detect_absent: tuple[Any, ...] = ()
     detect_present: tuple[Any, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -259,7 +260,11 @@ def _load(path: Path) -> Grammar:
     comp = _Compiler(path, pieces, data.get("recursive", {}))
 
     def section(name: str) -> dict[str, Any]:
-        return {k: comp.compile(v, f"{name}.{k}") for k, v in data[name].items()}
+        return {k: comp.compile(v, f"{name}.{k}") for k, v in data[name].items() if isinstance(v, str)}
+
+    pairs = data["lines"].get("bracket_pairs", [])
+    if not all(isinstance(p, str) and len(p) == 2 for p in pairs):
+        raise GrammarError(f"{path}: [lines].bracket_pairs: each entry is an opener and its closer")
 
     statements, by_keyword, generic = _compile_statements(path, data, comp)
     detect = data.get("detect", {})
@@ -282,6 +287,7 @@ def _load(path: Path) -> Grammar:
         rules_by_keyword=by_keyword,
         generic_rules=generic,
         lines=section("lines"),
+        bracket_pairs=tuple((p[0], p[1]) for p in pairs),
         fragments=section("fragments"),
         scan=section("scan"),
         expression=section("expression"),

@@ -396,7 +396,8 @@ class Inference:
         """`torch.eq(x, True)`: the literal pins the other operand's type."""
         for this, other in ((args[0], args[1]), (args[1], args[0])):
             typ = literal_type(other, self.sem)
-            if typ and typ != "NoneType":
+            # An int literal does not pin: `torch.lt(is_float, 0)` compares a float.
+            if typ and typ not in ("NoneType", "int"):
                 ref, declared = self._ref_type(this)
                 if ref and not declared:
                     pins.setdefault(ref, typ)

@@ -87,6 +87,16 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     path = source.path
     physical = grammar.lines["physical"].match
     blank = grammar.lines["blank"].fullmatch
+    balanced = grammar.lines["balanced"].fullmatch
+    pairs = grammar.bracket_pairs
+
+    def unbalanced(start: int, end: int) -> bool:
+        # Equal counts per pair settle it cheaply; unequal counts may still come from
+        # brackets inside strings, which the grammar's `balanced` pattern skips.
+        count = text.count
+        if all(count(o, start, end) == count(c, start, end) for o, c in pairs):
+            return False
+        return balanced(text, start, end, timeout=timeout) is None
     first_word = grammar.fragments["identifier"].match
     by_keyword = grammar.rules_by_keyword
     generic = grammar.generic_rules
@@ -157,6 +167,11 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                     break
         except TimeoutError:
             report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
+            pos = next_pos
+            continue
+        if m is not None and unbalanced(indent_end, m.end()):
+            unparsed.append(Unparsed(indent_end, text_end))
+            report("CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
             pos = next_pos
             continue
         if m is None:

@@ -275,14 +275,14 @@ def _write_function(console: Any, function: "Function", indent: str) -> None:
     title = Text(indent)
     title.append(render_signature(function.qualified_name, function.signature), style="bold")
     title.append(f"  line {function.span.line}", style="dim")
-    console.print(title)
+    console.print(title, soft_wrap=True)
     if not function.ifs:
         console.print(Text(f"{indent}  no if statements", style="dim"))
         return
     if console.width >= WIDE_TABLE:
-        console.print(Padding(_ifs_table(function), (0, 0, 0, len(indent))))
+        console.print(Padding(_ifs_table(function), (0, 0, 0, len(indent)), expand=False))
     else:
-        console.print(Padding(_ifs_cards(function), (0, 0, 1, len(indent) + 2)))
+        console.print(Padding(_ifs_cards(function), (0, 0, 1, len(indent) + 2), expand=False))
 
 
 def _plural(n: int, word: str) -> str:
@@ -310,16 +310,17 @@ def render_code_table(
     n_ifs = sum(len(f.ifs) for f in code_file.functions) + sum(
         len(m.ifs) for c in code_file.classes for m in c.methods
     )
-    header = Text(code_file.path, style="bold underline")
+    header = Text()
+    header.append(code_file.path, style="bold underline")
     header.append(
         f"  grammar {code_file.grammar}; {_plural(len(code_file.classes), 'class')}"
         f", {_plural(n_funcs, 'function')}, {_plural(n_ifs, 'if')}"
         f", {_plural(len(code_file.diagnostics), 'diagnostic')}",
         style="dim",
     )
-    console.print(header)
+    console.print(header, soft_wrap=True)
     for cls in code_file.classes:
-        console.print(Text(f"class {cls.qualified_name} ({cls.kind})", style="bold"))
+        console.print(Text(f"class {cls.qualified_name} ({cls.kind})", style="bold"), soft_wrap=True)
         for method in cls.methods:
             _write_function(console, method, "  ")
     for function in code_file.functions:
@@ -353,23 +354,23 @@ def render_grammars_table(
     color: Optional[bool] = None,
     width: Optional[int] = None,
 ) -> None:
+    """Each grammar as a titled block of ``field value`` rows (readable at any width)."""
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(show_lines=True)
-    table.add_column("id", no_wrap=True, style="bold")
-    table.add_column("title", overflow="fold")
-    table.add_column("torch", overflow="fold")
-    table.add_column("version records", overflow="fold")
-    table.add_column("detect", overflow="fold")
-    table.add_column("path", overflow="fold")
+    console = _console(stream, color, width)
     for info in infos:
-        table.add_row(
-            Text(info.id),
-            Text(info.title),
-            Text(info.torch_versions or "-"),
-            Text(", ".join(str(v) for v in info.version_records) or "-"),
-            Text(info.detect or "-"),
-            Text(info.path),
-        )
-    _console(stream, color, width).print(table)
+        title = Text()
+        title.append(info.id, style="bold")
+        title.append(f"  {info.title}")
+        console.print(title, soft_wrap=True)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("torch versions", Text(info.torch_versions or "-"))
+        grid.add_row("version records", Text(", ".join(str(v) for v in info.version_records) or "-"))
+        grid.add_row("detect", Text(info.detect or "-"))
+        grid.add_row("statements", Text(str(info.statements)))
+        grid.add_row("path", Text(info.path))
+        console.print(Padding(grid, (0, 0, 1, 2), expand=False))
