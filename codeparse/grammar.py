@@ -32,6 +32,7 @@ __all__ = [
     "grammar_dir",
     "available_grammars",
     "load_grammar",
+    "load_grammar_file",
     "load_semantics",
     "DEFAULT_GRAMMAR",
 ]
@@ -243,6 +244,11 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
         for kw in {r.keyword for r in rules if r.keyword}
     }
     return tuple(rules), by_keyword, generic
+
+
+def load_grammar_file(path: str | Path) -> Grammar:
+    """Load, check and compile one grammar file (not cached): for grammar authors."""
+    return _load(Path(path))
 
 
 def _load(path: Path) -> Grammar:

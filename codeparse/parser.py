@@ -41,6 +41,9 @@ class Stmt:
     orelse: Optional[list["Stmt"]] = None
     else_stmt: Optional["Stmt"] = None
     block_end: int = -1  # offset just past the last statement inside, or `end`
+    # An `else:` that follows an unparsed line (most likely the `if` it belongs to):
+    # not reported again as dangling.
+    after_unparsed: bool = False
 
     @property
     def kind(self) -> str:
@@ -111,6 +114,10 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     stack = [_Block(0, root, None)]
     pending: Optional[Stmt] = None  # a statement whose block has not started yet
     too_deep_column = -1  # while >= 0, lines indented past it are skipped
+    # Column of the last unparsed line while no statement followed it at that column:
+    # it probably opened a block, so its body is read (into the enclosing block)
+    # without reporting every line of it as an unexpected indent.
+    recovering = -1
     size = len(text)
     pos = 0
 
@@ -150,7 +157,10 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 report("CP103", pending.start, pending.end, statement=pending.rule.name)
             pending = None
         elif column > stack[-1].column:
-            report("CP102", pos, indent_end, expected=stack[-1].column + 1)
+            if recovering == stack[-1].column:
+                stack.append(_Block(column, stack[-1].stmts, None))
+            else:
+                report("CP102", pos, indent_end, expected=stack[-1].column + 1)
         else:
             while column < stack[-1].column:
                 stack.pop()
@@ -169,18 +179,23 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
             pos = next_pos
             continue
-        if m is not None and unbalanced(indent_end, m.end()):
+        if m is None or unbalanced(indent_end, m.end()):
             unparsed.append(Unparsed(indent_end, text_end))
-            report("CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
-            pos = next_pos
-            continue
-        if m is None:
-            unparsed.append(Unparsed(indent_end, text_end))
-            report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
+            excerpt = _excerpt(text[indent_end:text_end])
+            if m is None:
+                report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=excerpt)
+            else:
+                report("CP112", indent_end, text_end, excerpt=excerpt)
+            recovering = column
             pos = next_pos
             continue
         end = m.end()
         stmt = Stmt(rule, m, indent_end, end, column)
+        if column == recovering:
+            stmt.after_unparsed = rule.emits in ("else", "elif")
+            recovering = -1
+        elif column < recovering:
+            recovering = -1
         stack[-1].stmts.append(stmt)
         if rule.block:
             pending = stmt
@@ -204,7 +219,8 @@ def _link_else(stmts: list[Stmt], report) -> None:
         kind = stmt.kind
         if kind in ("else", "elif"):
             if chain is None or chain.orelse is not None:
-                report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
+                if not stmt.after_unparsed:
+                    report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
                 kept.append(stmt)
                 chain = None
                 continue

@@ -1,0 +1,145 @@
+"""Bad input: a clear diagnostic with a position, the rest still parsed; never a traceback."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import codeparse
+from codeparse import InputError, parse_bytes, parse_text
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CUSTOM = (FIXTURES / "text" / "custom_model" / "script.code").read_text(encoding="utf-8")
+
+
+def codes(cf) -> list[str]:
+    return [d.code for d in cf.diagnostics]
+
+
+def kinds(cf) -> list[str]:
+    return [i.condition.kind for f in cf.functions for i in f.ifs]
+
+
+def replace_line(text: str, number: int, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    lines[number - 1] = new + "\n"
+    return "".join(lines)
+
+
+def test_unparsed_line_is_reported_with_position_and_rest_is_parsed():
+    broken = replace_line(CUSTOM, 4, "  _1 = = torch.select(_0, 0, 0)")
+    cf = parse_text(broken, "broken.code")
+    (diag,) = cf.diagnostics
+    assert diag.code == "CP101" and diag.severity == "error"
+    assert (diag.span.line, diag.span.column) == (4, 3)
+    assert broken[diag.span.start:diag.span.end] == "_1 = = torch.select(_0, 0, 0)"
+    assert diag.path == "broken.code"
+    assert kinds(cf) == ["tensor_value", "attribute", "attribute"]
+
+
+def test_unbalanced_brackets_have_their_own_code():
+    broken = replace_line(CUSTOM, 12, "  if torch.eq(branch_testing, True]:")
+    cf = parse_text(broken)
+    assert codes(cf) == ["CP112"]
+    assert cf.diagnostics[0].span.line == 12
+    # The if whose header is broken is lost; its neighbours are not.
+    assert kinds(cf) == ["tensor_value", "attribute"]
+
+
+def test_unexpected_indent_and_dangling_else():
+    broken = replace_line(CUSTOM, 9, "      x0 = x")
+    cf = parse_text(broken)
+    assert "CP102" in codes(cf)
+    lone_else = "def f(x: Tensor) -> Tensor:\n  else:\n    pass\n  return x\n"
+    assert codes(parse_text(lone_else)) == ["CP108"]
+
+
+def test_missing_block_is_reported():
+    cf = parse_text("def forward(self,\n    x: Tensor) -> Tensor:\nx = 1\n")
+    assert codes(cf)[0] == "CP103"
+
+
+def test_binary_input_cannot_be_read():
+    with pytest.raises(InputError, match=r"binary input \(NUL byte at offset 3\)"):
+        parse_bytes(b"def\x00", "x.code")
+
+
+def test_non_utf8_is_a_diagnostic_at_its_position():
+    data = CUSTOM.encode().replace(b"branch_testing = self", b"branch_\xfftesting = self", 1)
+    cf = parse_bytes(data, "latin.code")
+    # The replacement character also makes the line unparsable: both are reported.
+    assert sorted(codes(cf)) == ["CP101", "CP110"]
+    diag = next(d for d in cf.diagnostics if d.code == "CP110")
+    assert (diag.span.line, diag.span.column) == (11, 10)
+    assert diag.args["byte"] == str(data.index(b"\xff"))
+    # The lost line defined `branch_testing`: that condition can no longer be traced.
+    assert kinds(cf) == ["tensor_value", "unknown", "attribute"]
+
+
+def test_empty_input_is_a_warning():
+    cf = parse_text("", "empty.code")
+    assert codes(cf) == ["CP109"] and cf.diagnostics[0].span is None
+
+
+def test_missing_file_and_directory_raise_input_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        codeparse.parse_file(tmp_path / "absent.code")
+    with pytest.raises(InputError, match="is a directory"):
+        codeparse.parse_file(tmp_path)
+
+
+def test_ten_megabyte_line_is_refused_quickly():
+    line = "  y = [" + "1, " * 3_500_000 + "]"
+    start = time.perf_counter()
+    cf = parse_text("def f(x: Tensor) -> Tensor:\n" + line + "\n  return x\n")
+    assert time.perf_counter() - start < 2.0
+    assert codes(cf) == ["CP105"]
+    assert cf.functions[0].name == "f"
+
+
+def test_deep_block_nesting_is_capped():
+    text = "def f(x: bool) -> int:\n" + "".join("  " * (i + 1) + "if x:\n" for i in range(500))
+    text += "  " * 501 + "pass\n  return 1\n"
+    cf = parse_text(text)
+    assert codes(cf) == ["CP104"]
+    assert len(cf.functions[0].ifs) == 100
+
+
+def test_deep_expression_is_read_or_reported_without_crash():
+    text = "def f(x: Tensor) -> Tensor:\n  if bool(" + "torch.neg(" * 500 + "x" + ")" * 500 + "):\n    pass\n  else:\n    pass\n  return x\n"
+    cf = parse_text(text)
+    assert codes(cf) == ["CP106"]
+    (if_,) = cf.functions[0].ifs
+    assert if_.condition.kind == "tensor_value"
+
+
+def _measure(text: str) -> tuple[float, int]:
+    tracemalloc.start()
+    start = time.perf_counter()
+    parse_text(text)
+    elapsed = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return elapsed, peak
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        CUSTOM,  # ordinary text
+        "def f(x: Tensor) -> Tensor:\n" + "  y = torch.neg((((x\n" * 50,  # unbalanced lines
+        "def f(x: Tensor) -> Tensor:\n  y = [" + "1, " * 20000 + "]\n",  # one long line
+    ],
+    ids=["ordinary", "unbalanced", "long-line"],
+)
+def test_time_and_memory_are_linear_in_input(unit):
+    """Doubling the input at most about doubles time and peak memory."""
+    base = unit * 8
+    _measure(base)  # warm caches
+    t1, m1 = min(_measure(base) for _ in range(3))
+    t2, m2 = min(_measure(base * 2) for _ in range(3))
+    assert t2 < 3.0 * t1 + 0.005, (t1, t2)
+    assert m2 < 3.0 * m1 + 100_000, (m1, m2)
