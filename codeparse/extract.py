@@ -285,21 +285,24 @@ class Extractor:
         return {"path": path, "role": role or "unknown", "declared_type": typ, "span": self.source.span(start, end)}
 
     def _fill_roles(self, refs: list[dict], receivers: set[str], declared, ifs: list[dict]) -> None:
-        """Without class declarations, infer roles from use."""
-        if declared is not None:
-            for ref in refs:
-                if ref["role"] == "unknown" and ref["path"] in receivers:
-                    ref["role"] = "submodule"
-            return
-        typed = {}
-        for if_ in ifs:
-            for s in if_["condition"]["sources"]:
-                if s["ref"].startswith(self.sem.self_name + "."):
-                    typed[s["ref"]] = s["type"]
+        """Roles the class does not declare, inferred from use.
+
+        A path called like a module, or one whose own attributes are submodules, is a
+        submodule; without declarations, a path a condition reads is an attribute.
+        """
+        paths = {ref["path"] for ref in refs}
+        parents = {p.rsplit(".", 1)[0] for p in paths | receivers if p.count(".") > 1}
+        read_by_conditions = {
+            s["ref"] for if_ in ifs for s in if_["condition"]["sources"]
+            if s["ref"].startswith(self.sem.self_name + ".")
+        }
         for ref in refs:
-            if ref["path"] in receivers:
+            if ref["role"] != "unknown":
+                continue
+            path = ref["path"]
+            if path in receivers or path in parents:
                 ref["role"] = "submodule"
-            elif typed.get(ref["path"], "unknown") != "unknown":
+            elif declared is None and path in read_by_conditions:
                 ref["role"] = "attribute"
 
 

@@ -234,9 +234,22 @@ class Inference:
         found: dict[tuple[str, str], Optional[str]] = {}
         pins: dict[str, str] = {}
         self._visit(node, None, scopes, found, pins, set())
-        sources = []
+        if isinstance(node, (Name, Attr)):
+            # The whole condition is this value: it is a bool.
+            ref, declared = self._ref_type(node)
+            if ref and not declared:
+                pins.setdefault(ref, "bool")
+        # One entry per source, with the highest-priority kind it reaches the condition by.
+        best: dict[str, tuple[str, Optional[str]]] = {}
         for (ref, kind), typ in found.items():
-            sources.append({"ref": ref, "kind": kind, "type": typ or pins.get(ref) or "unknown"})
+            if ref not in best or _RANK[kind] < _RANK[best[ref][0]]:
+                best[ref] = (kind, typ or (best[ref][1] if ref in best else None))
+            elif typ and not best[ref][1]:
+                best[ref] = (best[ref][0], typ)
+        sources = [
+            {"ref": ref, "kind": kind, "type": typ or pins.get(ref) or "unknown"}
+            for ref, (kind, typ) in best.items()
+        ]
         sources.sort(key=lambda s: (_RANK[s["kind"]], s["ref"]))
         kind = sources[0]["kind"] if sources else "constant"
         return {
@@ -325,8 +338,8 @@ class Inference:
             root = node
             while isinstance(root, Attr):
                 root = root.value
-            if isinstance(root, Name) and root.id in (sem.constants_object, "torch"):
-                return  # CONSTANTS.c0, torch.float32: values fixed in the archive
+            if isinstance(root, Name) and root.id in (sem.constants_object, "torch", sem.root):
+                return  # CONSTANTS.c0, torch.float32, __torch__.Color.RED: fixed values
             self._visit(node.value, mode, scopes, found, pins, active)
             return
         if isinstance(node, (Index, Seq)):
