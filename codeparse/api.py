@@ -35,12 +35,16 @@ _DETECT_WINDOW = 4096  # characters of text examined to detect a grammar
 
 
 class InputError(Exception):
-    """An input could not be read at all (missing, binary, a directory without code)."""
+    """An input could not be read at all (missing, binary, a directory without code).
 
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path}: {message}")
+    ``code`` is its stable code: ``CP301`` unreadable, ``CP302`` binary.
+    """
+
+    def __init__(self, path: str, message: str, code: str = "CP301"):
+        super().__init__(f"{path}: {code} {message}")
         self.path = path
         self.message = message
+        self.code = code
 
 
 _semantics: Optional[Semantics] = None
@@ -53,16 +57,20 @@ def _sem() -> Semantics:
     return _semantics
 
 
-def detect_grammar(text: str) -> str:
-    """The id of the newest grammar whose text features the text has."""
+def _features_match(grammar_id: str, window: str) -> bool:
+    g = load_grammar(grammar_id)
+    return all(p.search(window) is None for p in g.detect_absent) and all(
+        p.search(window) is not None for p in g.detect_present
+    )
+
+
+def detect_grammar(text: str) -> Optional[str]:
+    """The id of the newest grammar whose text features the text has, or None."""
     window = text[:_DETECT_WINDOW]
     for info in available_grammars():
-        g = load_grammar(info.id)
-        if all(p.search(window) is None for p in g.detect_absent) and all(
-            p.search(window) is not None for p in g.detect_present
-        ):
-            return g.id
-    return DEFAULT_GRAMMAR
+        if _features_match(info.id, window):
+            return info.id
+    return None
 
 
 def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[str]:
@@ -89,12 +97,11 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     forces a grammar id; by default it is detected from the text.
     """
     shown = path if path is not None else "-"
-    detected = detect_grammar(text)
-    gid = grammar or detected
-    g = load_grammar(gid)
+    g = load_grammar(grammar or detect_grammar(text) or DEFAULT_GRAMMAR)
     diagnostics = list(_extra)
-    if grammar and grammar != detected:
-        diagnostics.append(diagnostic("CP303", shown, None, detected=detected, grammar=grammar))
+    if not _features_match(g.id, text[:_DETECT_WINDOW]):
+        reason = g.info.detect or "its detection rules do not match"
+        diagnostics.append(diagnostic("CP303", shown, None, grammar=g.id, reason=reason))
     source = SourceText(text, shown)
     if not text.strip():
         diagnostics.append(diagnostic("CP109", shown, None))
@@ -120,7 +127,7 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None) -> CodeFi
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
     nul = data.find(0)
     if nul != -1:
-        raise InputError(path, f"binary input (NUL byte at offset {nul}), not code text")
+        raise InputError(path, f"binary input (NUL byte at offset {nul}), not code text", "CP302")
     extra = []
     try:
         text = data.decode("utf-8")

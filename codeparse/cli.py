@@ -67,8 +67,10 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _input_error(err: TextIO, path: str, message: str) -> None:
-    err.write(f"{path}: error: {message}\n")
+def _input_error(err: TextIO, exc: "codeparse.InputError", fallback: str) -> None:
+    path = getattr(exc, "path", None) or fallback
+    code = getattr(exc, "code", "CP301")
+    err.write(f"{path}: {code} {getattr(exc, 'message', str(exc))}\n")
 
 
 def _internal_error(err: TextIO, path: Optional[str], exc: BaseException) -> None:
@@ -154,7 +156,7 @@ def run_parse(
             try:
                 files = [arg] if arg == "-" else codeparse.iter_inputs([arg])
             except codeparse.InputError as exc:
-                _input_error(err, getattr(exc, "path", None) or arg, getattr(exc, "message", str(exc)))
+                _input_error(err, exc, arg)
                 status = EXIT_ERROR
                 continue
             except Exception as exc:  # noqa: BLE001 - never a traceback
@@ -172,7 +174,7 @@ def run_parse(
                         code_file, text = codeparse.parse_file(path, grammar=grammar_id), None
                     emit(code_file, text, path)
                 except codeparse.InputError as exc:
-                    _input_error(err, getattr(exc, "path", None) or path, getattr(exc, "message", str(exc)))
+                    _input_error(err, exc, path)
                     status = EXIT_ERROR
                 except GrammarError as exc:  # the grammar is broken: every input would fail
                     err.write(f"{PROG}: error: {exc}\n")

@@ -42,7 +42,7 @@ CODES: dict[str, Code] = {
         Code("CP112", "unbalanced_brackets", "brackets do not pair up: {excerpt}", "error"),
         Code("CP301", "unreadable_input", "cannot read input: {reason}", "error"),
         Code("CP302", "binary_input", "input is binary, not code text ({reason})", "error"),
-        Code("CP303", "grammar_mismatch", "text looks like grammar {detected}, but {grammar} was forced", "warning"),
+        Code("CP303", "grammar_mismatch", "text lacks the features of grammar {grammar} ({reason})", "warning"),
     )
 }
 

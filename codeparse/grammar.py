@@ -319,10 +319,13 @@ def available_grammars() -> list[GrammarInfo]:
     return [load_grammar(gid).info for gid in sorted(_grammar_files(), reverse=True)]
 
 
-@functools.cache
 def load_grammar(grammar_id: str | None = None) -> Grammar:
     """Load and compile a grammar by id (``torchscript-v2``); cached per id."""
-    gid = grammar_id or DEFAULT_GRAMMAR
+    return _load_by_id(grammar_id or DEFAULT_GRAMMAR)
+
+
+@functools.cache
+def _load_by_id(gid: str) -> Grammar:
     files = _grammar_files()
     if gid not in files:
         supported = ", ".join(sorted(files)) or "none found in " + str(grammar_dir())

@@ -143,3 +143,52 @@ def test_time_and_memory_are_linear_in_input(unit):
     t2, m2 = min(_measure(base * 2) for _ in range(3))
     assert t2 < 3.0 * t1 + 0.005, (t1, t2)
     assert m2 < 3.0 * m1 + 100_000, (m1, m2)
+
+
+def test_text_of_another_printer_is_a_grammar_mismatch():
+    legacy = "op_version_set = 1\n" + CUSTOM
+    cf = parse_text(legacy, "legacy.code")
+    assert codes(cf)[0] == "CP303"
+    assert cf.diagnostics[0].span is None
+    assert "op_version_set" in cf.diagnostics[0].message
+
+
+def test_match_timeout_is_reported(monkeypatch):
+    from codeparse.grammar import load_grammar
+
+    grammar = load_grammar()
+    monkeypatch.setitem(grammar.limits, "match_timeout", 1e-9)
+    cf = parse_text("def f(x: Tensor) -> Tensor:\n  y = [" + "1, " * 200_000 + "]\n  return x\n")
+    assert "CP107" in codes(cf)
+
+
+def test_every_code_in_the_table_is_produced_and_nothing_else():
+    """Each row of the code table is reachable; no code outside it is ever produced."""
+    from codeparse.codes import CODES
+
+    produced: set[str] = set()
+    inputs = [
+        replace_line(CUSTOM, 4, "  _1 = = torch.select(_0, 0, 0)"),  # CP101
+        replace_line(CUSTOM, 9, "      x0 = x"),  # CP102
+        "def forward(self,\n    x: Tensor) -> Tensor:\nx = 1\n",  # CP103
+        "def f(x: bool) -> int:\n" + "".join("  " * (i + 1) + "if x:\n" for i in range(120)),  # CP104
+        "def f(x: Tensor) -> Tensor:\n  y = [" + "1, " * 400_000 + "]\n",  # CP105
+        "def f(x: Tensor) -> Tensor:\n  if bool(" + "torch.neg(" * 300 + "x" + ")" * 300 + "):\n    pass\n",  # CP106
+        "def f(x: Tensor) -> Tensor:\n  else:\n    pass\n",  # CP108
+        "",  # CP109
+        "op_version_set = 1\n" + CUSTOM,  # CP303
+        replace_line(CUSTOM, 12, "  if torch.eq(branch_testing, True]:"),  # CP112
+        "def f(x: Tensor) -> Tensor:\n  if x:\n    pass\n   y = x\n",  # CP111
+    ]
+    for text in inputs:
+        produced.update(codes(parse_text(text)))
+    produced.update(codes(parse_bytes(CUSTOM.encode().replace(b"branch", b"br\xffanch", 1), "x")))  # CP110
+    with pytest.raises(InputError) as info:
+        parse_bytes(b"\x00", "x")
+    produced.add(info.value.code)  # CP302
+    with pytest.raises(InputError) as info:
+        codeparse.parse_file("/nonexistent/file.code")
+    produced.add(info.value.code)  # CP301
+    produced.add("CP107")  # produced by test_match_timeout_is_reported (needs a patched limit)
+    assert produced <= set(CODES), produced - set(CODES)
+    assert produced == set(CODES), set(CODES) - produced

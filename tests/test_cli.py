@@ -144,7 +144,7 @@ def test_stdin_binary(capsys, monkeypatch):
     code, out, err = run(capsys, "parse", "-", "--format", "jsonl")
     assert code == 2
     assert out == ""
-    assert err.startswith("-: error: ")
+    assert err.startswith("-: CP302 binary input")
 
 
 # ------------------------------------------------------------------ exit codes
@@ -157,7 +157,7 @@ def test_missing_file_exit_2_and_other_inputs_continue(capsys, tmp_path):
     assert code == 2
     lines = err.splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"{missing}: error: ")
+    assert lines[0] == f"{missing}: CP301 no such file or directory"
     [cf] = load_array(out)  # the array is still complete and well formed
     assert cf.path == str(path)
 
@@ -176,7 +176,7 @@ def test_binary_file_exit_2(capsys, tmp_path):
     assert code == 2
     assert out == ""
     assert len(err.splitlines()) == 1
-    assert err.startswith(f"{path}: error: ")
+    assert err.startswith(f"{path}: CP302 binary input (NUL byte at offset 28)")
 
 
 def _broken_fixture(tmp_path: Path) -> tuple[Path, int]:
@@ -292,7 +292,7 @@ def test_directory_without_code_exit_2(capsys, tmp_path):
     code, out, err = run(capsys, "parse", tmp_path, "--format", "json")
     assert code == 2
     assert json.loads(out) == []
-    assert err.startswith(f"{tmp_path}: error: ")
+    assert err.startswith(f"{tmp_path}: CP301 directory holds no")
     assert len(err.splitlines()) == 1
 
 
