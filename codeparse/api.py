@@ -89,12 +89,14 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
 
 
 def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
-               _extra: Iterable[dict] = ()) -> CodeFile:
+               owner: Optional[str] = None, _extra: Iterable[dict] = ()) -> CodeFile:
     """Parse TorchScript code text into a :class:`CodeFile`.
 
     ``path`` names the input in diagnostics (``-`` by default) and, for archive
     files under a ``__torch__`` folder, gives the qualified names.  ``grammar``
-    forces a grammar id; by default it is detected from the text.
+    forces a grammar id; by default it is detected from the text.  ``owner`` is the
+    qualified name of the class whose method text this is (``__torch__.M``): its
+    functions are then named ``__torch__.M.forward``.
     """
     shown = path if path is not None else "-"
     g = load_grammar(grammar or detect_grammar(text) or DEFAULT_GRAMMAR)
@@ -107,7 +109,7 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
         diagnostics.append(diagnostic("CP109", shown, None))
     parsed = parse_statements(source, g)
     diagnostics.extend(parsed.diagnostics)
-    extractor = Extractor(source, g, _sem(), module_name_for(path))
+    extractor = Extractor(source, g, _sem(), module_name_for(path), owner)
     classes, functions = extractor.file(parsed.body)
     if extractor.reader.too_deep is not None:
         at = extractor.reader.too_deep
@@ -210,6 +212,5 @@ def from_module(module: Any, *, trace_inputs: Any = None) -> list[CodeFile]:
             code = getattr(method, "code", None)
             if code:
                 texts.append(code.rstrip("\n") + "\n")
-        text = "".join(texts)
-        files.append(parse_text(text, path=f"<module {qualified}>"))
+        files.append(parse_text("".join(texts), path=f"<module {qualified}>", owner=qualified))
     return files

@@ -29,8 +29,10 @@ _BLOCKS = ("if", "elif", "for", "while", "with", "def", "else", "class")
 class Extractor:
     """Turns the statements of one file into class and function data."""
 
-    def __init__(self, source: SourceText, grammar: Grammar, sem: Semantics, module: Optional[str]):
+    def __init__(self, source: SourceText, grammar: Grammar, sem: Semantics, module: Optional[str],
+                 owner: Optional[str] = None):
         self.source = source
+        self.owner = owner  # the class that bare method text belongs to, if known
         self.text = source.text
         self.grammar = grammar
         self.sem = sem
@@ -51,7 +53,7 @@ class Extractor:
             if stmt.kind == "class":
                 classes.append(self.class_def(stmt))
             elif stmt.kind == "def":
-                functions.append(self.function(stmt, None, None))
+                functions.append(self.function(stmt, self.owner, None))
         return classes, functions
 
     def class_def(self, stmt: Stmt) -> dict:
