@@ -1,2 +1,10 @@
-def pytest_configure(config):
-    config.addinivalue_line("markers", "torch: needs torch installed (the IR oracle tests)")
+"""Shared pytest options (markers are registered in pyproject.toml)."""
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/ from the current parser output (then review the diff)",
+    )
