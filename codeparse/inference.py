@@ -32,6 +32,15 @@ PRIORITY = ("tensor_value", "tensor_shape", "argument", "attribute", "runtime", 
 _RANK = {k: i for i, k in enumerate(PRIORITY)}
 _MAX_RESOLVED = 2000  # characters of a resolved condition before it stops expanding
 _MAX_RESOLVE_DEPTH = 24
+_EMPTY: tuple[frozenset, frozenset] = (frozenset(), frozenset())
+
+
+def _union(results: list) -> tuple[frozenset, frozenset]:
+    if not results:
+        return _EMPTY
+    if len(results) == 1:
+        return results[0]
+    return (frozenset().union(*(r[0] for r in results)), frozenset().union(*(r[1] for r in results)))
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,9 @@ class Inference:
         self.sem = sem
         self._trees: dict[tuple[int, int], Expr] = {}
         self._paths: dict[str, Optional[str]] = {}
+        self._memo_results: dict = {}
+        self._on_stack: dict = {}
+        self._low = 0
 
     # -- trees and names -------------------------------------------------------
     def tree(self, span: tuple[int, int]) -> Expr:
@@ -229,11 +241,17 @@ class Inference:
         return decl.get(rest, ("unknown", None))
 
     # -- conditions ------------------------------------------------------------
+    # A visit returns the sources beneath a node as a set of
+    # (ref, mark, natural kind, type): `mark` is the innermost marking operator above
+    # the source inside the node (None if none), so an outer mark applies only where
+    # there is none yet.  Results are memoized per name use and per definition; a
+    # result computed while a definition up the stack was re-entered (a loop-carried
+    # value) is incomplete and is not memoized (Tarjan's low-link test).
+
     def condition(self, test: tuple[int, int], scopes: tuple[Scope, ...]) -> dict:
         node = self.tree(test)
-        found: dict[tuple[str, str], Optional[str]] = {}
-        pins: dict[str, str] = {}
-        self._visit(node, None, scopes, found, pins, set())
+        found, pins = self._visit(node, scopes)
+        pins = dict(pins)
         if isinstance(node, (Name, Attr)):
             # The whole condition is this value: it is a bool.
             ref, declared = self._ref_type(node)
@@ -241,7 +259,8 @@ class Inference:
                 pins.setdefault(ref, "bool")
         # One entry per source, with the highest-priority kind it reaches the condition by.
         best: dict[str, tuple[str, Optional[str]]] = {}
-        for (ref, kind), typ in found.items():
+        for ref, mark, natural, typ in found:
+            kind = mark or natural
             if ref not in best or _RANK[kind] < _RANK[best[ref][0]]:
                 best[ref] = (kind, typ or (best[ref][1] if ref in best else None))
             elif typ and not best[ref][1]:
@@ -260,10 +279,22 @@ class Inference:
             "none_check": self.none_check(node),
         }
 
-    def _add(self, found, ref: str, kind: str, typ: Optional[str]) -> None:
-        key = (ref, kind)
-        if key not in found or (found[key] is None and typ):
-            found[key] = typ
+    def _memo(self, key, compute):
+        memo = self._memo_results
+        if key in memo:
+            return memo[key]
+        stack = self._on_stack
+        if key in stack:
+            self._low = min(self._low, stack[key])
+            return _EMPTY
+        depth = stack[key] = len(stack)
+        outer_low, self._low = self._low, depth
+        result = compute()
+        del stack[key]
+        if self._low >= depth:
+            memo[key] = result
+        self._low = min(outer_low, self._low)
+        return result
 
     def _ref_type(self, node: Expr) -> tuple[Optional[str], Optional[str]]:
         """The source a simple operand stands for (param name or self path) and its type."""
@@ -290,66 +321,59 @@ class Inference:
             return None
         return typ in self.sem.tensor_types
 
-    def _visit(self, node: Expr, mode, scopes, found, pins, active: set) -> None:
+    def _visit(self, node: Expr, scopes: tuple[Scope, ...]):
+        """(sources, pins) beneath ``node``, used at ``scopes``."""
         sem = self.sem
         if isinstance(node, Name):
             name = node.id
-            if name in sem.literals:
-                return
+            if name in sem.literals or name == self.facts.self_name:
+                return _EMPTY
             if name in self.facts.params:
-                if name == self.facts.self_name:
-                    return
-                self._add(found, name, mode or "argument", self.facts.params[name])
-                return
-            defs = self.facts.defs.get(name)
-            if not defs:
-                self._add(found, name, mode or "unknown", None)
-                return
-            path = self.name_path(name)
-            if path and path != self.facts.self_name:
-                role, typ = self.declared(path)
-                self._add(found, path, mode or "attribute", typ)
-                return
-            for d in defs:
-                if id(d) in active:
-                    continue
-                active.add(id(d))
-                if d.value is not None:
-                    value = self.value_of(d)
-                    if value is not None:
-                        self._visit(value, mode, d.scopes, found, pins, active)
-                # Control dependence: the ifs and loops around the definition that
-                # do not also surround the use.
-                for scope in d.scopes:
-                    if scope not in scopes and scope.kind in ("if", "for", "while"):
-                        self._visit(self.tree(scope.test), mode, d.scopes, found, pins, active)
-                active.discard(id(d))
-            return
+                return frozenset({(name, None, "argument", self.facts.params[name])}), frozenset()
+            if not self.facts.defs.get(name):
+                return frozenset({(name, None, "unknown", None)}), frozenset()
+            return self._memo(("name", name, id(scopes)), lambda: self._visit_name(name, scopes))
         if isinstance(node, Const):
-            return
+            return _EMPTY
         if isinstance(node, Opaque):
-            self._add(found, self.text[node.start:node.end][:60], mode or "unknown", None)
-            return
+            return frozenset({(self.text[node.start:node.end][:60], None, "unknown", None)}), frozenset()
         if isinstance(node, Attr):
             path = self.expr_path(node)
             if path:
-                self._add(found, path, mode or "attribute", self.declared(path)[1])
-                return
+                return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
             root = node
             while isinstance(root, Attr):
                 root = root.value
             if isinstance(root, Name) and root.id in (sem.constants_object, "torch", sem.root):
-                return  # CONSTANTS.c0, torch.float32, __torch__.Color.RED: fixed values
-            self._visit(node.value, mode, scopes, found, pins, active)
-            return
+                return _EMPTY  # CONSTANTS.c0, torch.float32, __torch__.Color.RED: fixed values
+            return self._visit(node.value, scopes)
         if isinstance(node, (Index, Seq)):
-            for child in node.children():
-                self._visit(child, mode, scopes, found, pins, active)
-            return
+            return _union([self._visit(child, scopes) for child in node.children()])
         if isinstance(node, CallExpr):
-            self._visit_call(node, mode, scopes, found, pins, active)
+            return self._visit_call(node, scopes)
+        return _EMPTY
 
-    def _visit_call(self, node: CallExpr, mode, scopes, found, pins, active) -> None:
+    def _visit_name(self, name: str, scopes: tuple[Scope, ...]):
+        path = self.name_path(name)
+        if path and path != self.facts.self_name:
+            return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+        parts = []
+        for d in self.facts.defs[name]:
+            parts.append(self._memo(("def", id(d)), lambda d=d: self._visit_def(d)))
+            # Control dependence: the ifs and loops around the definition that do not
+            # also surround the use.
+            for scope in d.scopes:
+                if scope not in scopes and scope.kind in ("if", "for", "while"):
+                    parts.append(self._visit(self.tree(scope.test), d.scopes))
+        return _union(parts)
+
+    def _visit_def(self, d: Definition):
+        if d.value is None:
+            return _EMPTY
+        value = self.value_of(d)
+        return self._visit(value, d.scopes) if value is not None else _EMPTY
+
+    def _visit_call(self, node: CallExpr, scopes):
         sem = self.sem
         func = node.func
         args = node.args
@@ -358,62 +382,65 @@ class Inference:
         if isinstance(func, Attr) and dotted(func) is None:
             receiver = func.value
             path = self.expr_path(receiver)
-            is_module = (path is not None and (
+            is_module = path is not None and (
                 path == self.facts.self_name
                 or func.attr in sem.module_methods
                 or self.declared(path)[0] in ("submodule", "unknown", None)
-            ))
+            )
+            parts = [self._visit(a, scopes) for a in operands]
             if not is_module:
-                self._visit(receiver, mode, scopes, found, pins, active)
-            for a in operands:
-                self._visit(a, mode, scopes, found, pins, active)
-            return
+                parts.append(self._visit(receiver, scopes))
+            return _union(parts)
         kind, target = self.callee_target(func)
         if kind == "intrinsic":
             if target == "getattr":
                 path = self.expr_path(node)
                 if path:
-                    self._add(found, path, mode or "attribute", self.declared(path)[1])
-                    return
+                    return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
             if target in sem.value_intrinsics and args:
                 operands = [args[-1]]
             elif target == "uninitialized":
-                return
-            for a in operands:
-                self._visit(a, mode, scopes, found, pins, active)
-            return
-        name = target.rpartition(":")[2] if (kind == "operator" and target) else (
-            target.rpartition(".")[2] if target else "")
+                return _EMPTY
+            return _union([self._visit(a, scopes) for a in operands])
+        if kind == "operator" and target:
+            name = target.rpartition(":")[2]
+        else:
+            name = target.rpartition(".")[2] if target else ""
         mark = sem.mark(name) if name else None
         if mark == "runtime":
             text = dotted(func) or name
-            self._add(found, text, "runtime", "bool" if name.startswith(("is_", "has_", "are_", "_is_")) else None)
-            return
+            typ = "bool" if name.startswith(("is_", "has_", "are_", "_is_")) else None
+            return frozenset({(text, None, "runtime", typ)}), frozenset()
+        pins: set[tuple[str, str]] = set()
         if kind == "operator" and target:
             if name in sem.tensor_only:
                 mark = "tensor_shape" if (args and self._is_tensor(args[0])) else None
             elif name in sem.conversions and target.startswith("aten::"):
                 mark = "tensor_value" if (args and self._is_tensor(args[0]) is not False) else None
             elif mark is None and target in sem.comparisons and len(args) == 2:
-                self._pin(args, pins)
+                pins.update(self._pins(args))
             if mark in ("tensor_shape", "tensor_value") and args:
-                ref, _ = self._ref_type(args[0])
-                if ref:
-                    pins.setdefault(ref, "Tensor")
+                ref, declared = self._ref_type(args[0])
+                if ref and not declared:
+                    pins.add((ref, "Tensor"))
         elif kind == "function" and mark not in ("tensor_value", "tensor_shape"):
             mark = None
-        for a in operands:
-            self._visit(a, mark or mode, scopes, found, pins, active)
+        found, inner_pins = _union([self._visit(a, scopes) for a in operands])
+        if mark:
+            found = frozenset((ref, m or mark, nat, typ) for ref, m, nat, typ in found)
+        return found, inner_pins | pins if pins else inner_pins
 
-    def _pin(self, args: list, pins: dict) -> None:
+    def _pins(self, args: list) -> set[tuple[str, str]]:
         """`torch.eq(x, True)`: the literal pins the other operand's type."""
+        out = set()
         for this, other in ((args[0], args[1]), (args[1], args[0])):
             typ = literal_type(other, self.sem)
             # An int literal does not pin: `torch.lt(is_float, 0)` compares a float.
             if typ and typ not in ("NoneType", "int"):
                 ref, declared = self._ref_type(this)
                 if ref and not declared:
-                    pins.setdefault(ref, typ)
+                    out.add((ref, typ))
+        return out
 
     def none_check(self, node: Expr) -> bool:
         seen = 0
