@@ -283,6 +283,25 @@ def grammars_command(fmt: str, color: Optional[bool]) -> int:
     return EXIT_OK
 
 
+# Commands defined in other modules: each `codeparse/<module>.py` named here has a
+# `register(group)` function.  Those modules import their heavy dependencies inside
+# the commands, so registering them keeps start-up small.
+_COMMAND_MODULES: tuple[str, ...] = (
+    # issue 3 (archives, check) adds its module here
+    # issue 4 (diff, capture, ops, which) adds its module here
+)
+
+
+def _register_commands() -> None:
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f".{name}", __package__).register(cli)
+
+
+_register_commands()
+
+
 def create_parser() -> click.Group:
     """The click command group (for documentation tools and embedding)."""
     return cli

@@ -43,6 +43,10 @@ CODES: dict[str, Code] = {
         Code("CP301", "unreadable_input", "cannot read input: {reason}", "error"),
         Code("CP302", "binary_input", "input is binary, not code text ({reason})", "error"),
         Code("CP303", "grammar_mismatch", "text lacks the features of grammar {grammar} ({reason})", "warning"),
+        # -- condition findings of `check` (issue 3): CP201-CP219 --
+        # -- archive reading, limits, resolution (issue 3): CP304-CP349 --
+        # -- operators and diff (issue 4): CP220-CP239 --
+        # -- legacy formats (issue 5): CP350-CP369 --
     )
 }
 

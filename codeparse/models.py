@@ -17,29 +17,6 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = [
-    "Node",
-    "Span",
-    "Diagnostic",
-    "Param",
-    "Signature",
-    "ConditionSource",
-    "Condition",
-    "Call",
-    "IfStatement",
-    "Loop",
-    "SelfRef",
-    "Function",
-    "ClassAttribute",
-    "ClassDef",
-    "CodeFile",
-    "ConditionKind",
-    "SourceKind",
-    "CallKind",
-    "SelfRole",
-    "Severity",
-    "ClassKind",
-]
 
 ConditionKind = Literal[
     "tensor_value", "tensor_shape", "argument", "attribute", "runtime", "unknown", "constant"
@@ -231,3 +208,17 @@ class CodeFile(Node):
     classes: list[ClassDef]
     functions: list[Function] = Field(description="Top-level defs (method text, or free functions).")
     diagnostics: list[Diagnostic]
+
+
+# -- archive, findings and report models (issue 3) --
+
+# -- trace-versus-script diff and operator models (issue 4) --
+
+
+# Every public model and type alias, computed so that additions above need no edit here.
+__all__ = [
+    name
+    for name, value in list(globals().items())
+    if not name.startswith("_")
+    and ((isinstance(value, type) and issubclass(value, BaseModel)) or name.endswith(("Kind", "Role")) or name == "Severity")
+]
