@@ -220,5 +220,6 @@ __all__ = [
     name
     for name, value in list(globals().items())
     if not name.startswith("_")
+    and value is not BaseModel
     and ((isinstance(value, type) and issubclass(value, BaseModel)) or name.endswith(("Kind", "Role")) or name == "Severity")
 ]
