@@ -273,6 +273,8 @@ def grammars_command(fmt: str, color: Optional[bool]) -> int:
     """List the grammars shipped: id, torch versions, version records, detection."""
     try:
         infos = available_grammars()
+        for info in infos:  # listing a grammar checks all of it (patterns compile lazily)
+            load_grammar(info.id).compile_all()
     except GrammarError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return EXIT_ERROR

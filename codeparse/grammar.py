@@ -77,16 +77,62 @@ def grammar_dir() -> Path:
     return here.parent / "grammars"  # a checkout or an editable install
 
 
-@dataclass(frozen=True)
-class Statement:
-    """One compiled statement rule."""
+class _Lazy:
+    """A pattern whose references are resolved; compiled (and checked) on first use.
 
-    name: str
-    emits: str
-    keyword: Optional[str]  # tried only on lines whose first word is this
-    block: bool
-    empty_block: bool  # the block may be empty (a class with no body)
-    pattern: Any  # compiled regex.Pattern
+    Start-up matters (``codeparse parse x.code`` should take well under 0.2 s) and
+    the `regex` compiler is written in Python, so a text pays only for the rules it
+    uses.  ``Grammar.compile_all()`` compiles everything: ``load_grammar_file``,
+    ``codeparse grammars`` and the test suite call it.
+    """
+
+    __slots__ = ("source", "where", "path", "non_empty", "_compiled")
+
+    def __init__(self, source: str, where: str, path: Path, non_empty: bool = False):
+        self.source, self.where, self.path, self.non_empty = source, where, path, non_empty
+        self._compiled = None
+
+    def get(self) -> Any:
+        compiled = self._compiled
+        if compiled is None:
+            try:
+                compiled = regex.compile(self.source, _FLAGS)
+            except regex.error as exc:
+                raise GrammarError(f"{self.path}: {self.where}: uncompilable pattern: {exc}") from None
+            if self.non_empty and compiled.fullmatch("") is not None:
+                raise GrammarError(f"{self.path}: {self.where}: pattern matches the empty string")
+            self._compiled = compiled
+        return compiled
+
+
+class _LazySection(dict):
+    """A grammar section's patterns by name, each compiled when first looked up."""
+
+    def __getitem__(self, key: str) -> Any:
+        return dict.__getitem__(self, key).get()
+
+    def compile_all(self) -> None:
+        for lazy in self.values():
+            lazy.get()
+
+
+class Statement:
+    """One statement rule; ``pattern`` is compiled on first use."""
+
+    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy")
+
+    def __init__(self, name: str, emits: str, keyword: Optional[str], block: bool,
+                 empty_block: bool, lazy: _Lazy):
+        self.name = name
+        self.emits = emits
+        self.keyword = keyword  # tried only on lines whose first word is this
+        self.block = block
+        self.empty_block = empty_block  # the block may be empty (a class with no body)
+        self._lazy = lazy
+
+    @property
+    def pattern(self) -> Any:
+        return self._lazy.get()
 
 
 @dataclass(frozen=True)
@@ -115,10 +161,10 @@ class Grammar:
     # whose first word is no rule's keyword try `generic_rules`.
     rules_by_keyword: dict[str, tuple[Statement, ...]]
     generic_rules: tuple[Statement, ...]
-    lines: dict[str, Any]
-    fragments: dict[str, Any]
-    scan: dict[str, Any]
-    expression: dict[str, Any]
+    lines: "_LazySection"
+    fragments: "_LazySection"
+    scan: "_LazySection"
+    expression: "_LazySection"
     bracket_pairs: tuple[tuple[str, str], ...] = ()
     detect_absent: tuple[Any, ...] = ()
     detect_present: tuple[Any, ...] = ()
@@ -126,6 +172,14 @@ class Grammar:
 
     def timeout(self) -> float:
         return float(self.limits["match_timeout"])
+
+    def compile_all(self) -> "Grammar":
+        """Compile and check every pattern now (they are otherwise compiled on first use)."""
+        for rule in self.statements:
+            rule.pattern
+        for section in (self.lines, self.fragments, self.scan, self.expression):
+            section.compile_all()
+        return self
 
 
 class _Compiler:
@@ -189,12 +243,12 @@ class _Compiler:
         defines = "".join(f"(?P<{n}>(?-x:{self.recursive[n]}))" for n in needed)
         return f"(?:{text})(?(DEFINE){defines})"
 
+    def lazy(self, text: str, where: str, non_empty: bool = False) -> _Lazy:
+        """Resolve every reference now; compile on first use."""
+        return _Lazy(self.with_defines(self.expand(text, where), where), where, self.path, non_empty)
+
     def compile(self, text: str, where: str) -> Any:
-        source = self.with_defines(self.expand(text, where), where)
-        try:
-            return regex.compile(source, _FLAGS)
-        except regex.error as exc:
-            raise self._fail(where, f"uncompilable pattern: {exc}") from None
+        return self.lazy(text, where).get()
 
 
 def _require(path: Path, data: dict[str, Any]) -> None:
@@ -229,9 +283,7 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
         keyword = raw.get("keyword")
         if keyword is not None and not raw["pattern"].startswith(keyword):
             raise GrammarError(f"{path}: {where}: pattern does not begin with its keyword {keyword!r}")
-        pattern = comp.compile(f"(?:{raw['pattern']}){end}", where)
-        if pattern.fullmatch("") is not None:
-            raise GrammarError(f"{path}: {where}: pattern matches the empty string")
+        pattern = comp.lazy(f"(?:{raw['pattern']}){end}", where, non_empty=True)
         rules.append(
             Statement(name, emits, keyword, bool(raw.get("block", False)),
                       bool(raw.get("empty_block", False)), pattern)
@@ -247,8 +299,10 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
 
 
 def load_grammar_file(path: str | Path) -> Grammar:
-    """Load, check and compile one grammar file (not cached): for grammar authors."""
-    return _load(Path(path))
+    """Load, check and compile every pattern of one grammar file (not cached)."""
+    grammar = _load(Path(path))
+    grammar.compile_all()
+    return grammar
 
 
 def _load(path: Path) -> Grammar:
@@ -265,8 +319,10 @@ def _load(path: Path) -> Grammar:
             raise GrammarError(f"{path}: piece '{name}': piece names are UPPER_SNAKE")
     comp = _Compiler(path, pieces, data.get("recursive", {}))
 
-    def section(name: str) -> dict[str, Any]:
-        return {k: comp.compile(v, f"{name}.{k}") for k, v in data[name].items() if isinstance(v, str)}
+    def section(name: str) -> _LazySection:
+        return _LazySection(
+            {k: comp.lazy(v, f"{name}.{k}") for k, v in data[name].items() if isinstance(v, str)}
+        )
 
     pairs = data["lines"].get("bracket_pairs", [])
     if not all(isinstance(p, str) and len(p) == 2 for p in pairs):
