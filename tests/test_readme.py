@@ -1,0 +1,85 @@
+"""README.md stays true: its commands, shown output, code table and example are checked."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from codeparse.codes import CODES
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def run(args: list[str], **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "codeparse", *args], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, **env},
+    )
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    setup = blocks("sh")
+    assert len(setup) == 2, "README gives exactly two setup commands"
+    test_command = setup[1].strip()
+    assert test_command.endswith("python -m pytest -q tests/")
+    assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_table_output_is_real():
+    block = next(b for b in blocks("console") if b.startswith("$ codeparse parse fixtures/text/custom_model/script.code\n"))
+    shown = block.split("\n", 1)[1].rstrip()
+    actual = run(["parse", "fixtures/text/custom_model/script.code"], COLUMNS="100").stdout
+    assert "\n".join(line.rstrip() for line in actual.rstrip().splitlines()) == shown
+
+
+def test_bad_input_output_is_real(tmp_path):
+    block = next(b for b in blocks("console") if "/tmp/bad.code" in b)
+    lines = block.rstrip().splitlines()
+    bad = tmp_path / "bad.code"
+    bad.write_text("def forward(self,\n    x: Tensor) -> Tensor:\n  y = = x\n  return x\n")
+    result = run(["parse", str(bad), "--format", "jsonl"])
+    assert result.returncode == 1 and lines[-1] == "exit 1"
+    shown = "\n".join(lines[2:-1]).replace("/tmp/bad.code", str(bad))
+    assert result.stderr.rstrip() == shown
+
+
+def test_json_excerpt_is_real():
+    block = next(b for b in blocks("console") if "excerpt: the second if" in b)
+    actual = run(["parse", "fixtures/text/custom_model/script.code", "--format", "json"]).stdout
+    for needle in ('"resolved": "torch.eq(self.branch_testing, True)"', '"callee": "(custom_layer1).forward"', '"start": 335'):
+        assert needle in block and needle in actual
+
+
+def test_library_example_prints_what_it_says():
+    code = blocks("python")[0]
+    expected = [line[2:] for line in code.splitlines() if line.startswith("# ")]
+    out = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "README.md", "exec"), {})
+    finally:
+        os.chdir(cwd)
+    assert out.getvalue().splitlines() == expected
+
+
+def test_code_table_lists_every_code():
+    rows = re.findall(r"^\| `(CP\d{3})` \| `(\w+)` \| (\w+) \|", README, flags=re.M)
+    assert [(code, c.name, c.severity) for code, c in CODES.items()] == rows
+
+
+def test_benchmark_figures_match_the_recorded_run():
+    recorded = [l for l in (ROOT / "bench" / "results.md").read_text().splitlines() if l.startswith("| ")]
+    for line in recorded:
+        assert line in README, line
