@@ -89,14 +89,16 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
 
 
 def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
-               owner: Optional[str] = None, _extra: Iterable[dict] = ()) -> CodeFile:
+               owner: Optional[str] = None, _extra: Iterable[dict] = (), *, types=None) -> CodeFile:
     """Parse TorchScript code text into a :class:`CodeFile`.
 
     ``path`` names the input in diagnostics (``-`` by default) and, for archive
     files under a ``__torch__`` folder, gives the qualified names.  ``grammar``
     forces a grammar id; by default it is detected from the text.  ``owner`` is the
     qualified name of the class whose method text this is (``__torch__.M``): its
-    functions are then named ``__torch__.M.forward``.
+    functions are then named ``__torch__.M.forward``.  ``types`` (used by the archive
+    reader) maps a qualified class name to ``(kind, declared attributes)`` of the other
+    classes of an archive, so that ``self.layer1.conv`` gets its role and type.
     """
     shown = path if path is not None else "-"
     g = load_grammar(grammar or detect_grammar(text) or DEFAULT_GRAMMAR)
@@ -109,7 +111,7 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
         diagnostics.append(diagnostic("CP109", shown, None))
     parsed = parse_statements(source, g)
     diagnostics.extend(parsed.diagnostics)
-    extractor = Extractor(source, g, _sem(), module_name_for(path), owner)
+    extractor = Extractor(source, g, _sem(), module_name_for(path), owner, types)
     classes, functions = extractor.file(parsed.body)
     if extractor.reader.too_deep is not None:
         at = extractor.reader.too_deep
@@ -125,7 +127,7 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     })
 
 
-def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None) -> CodeFile:
+def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None) -> CodeFile:
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
     nul = data.find(0)
     if nul != -1:
@@ -140,7 +142,7 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None) -> CodeFi
         extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
     if text.startswith("\ufeff"):
         text = text[1:]
-    return parse_text(text, path, grammar, _extra=extra)
+    return parse_text(text, path, grammar, _extra=extra, types=types)
 
 
 def parse_file(path: str | Path, grammar: Optional[str] = None) -> CodeFile:

@@ -104,6 +104,12 @@ def _parse_stdin(grammar_id: Optional[str]) -> tuple[Any, str]:
     return codeparse.parse_bytes(data, "-", grammar_id), _decode(data)
 
 
+def _is_archive(path: str) -> bool:
+    from .archive import is_archive_path
+
+    return is_archive_path(path)
+
+
 def _source_text(path: str) -> Optional[str]:
     """The text a file's spans index into, read again only to show source lines."""
     try:
@@ -170,6 +176,12 @@ def run_parse(
                 try:
                     if path == "-":
                         code_file, text = _parse_stdin(grammar_id)
+                    elif _is_archive(path):  # issue 3: one CodeFile per code entry, in stored order
+                        from .archive import archive_code_files
+
+                        for code_file, text in archive_code_files(path, grammar_id):
+                            emit(code_file, text, path)
+                        continue
                     else:
                         code_file, text = codeparse.parse_file(path, grammar=grammar_id), None
                     emit(code_file, text, path)
@@ -289,8 +301,9 @@ def grammars_command(fmt: str, color: Optional[bool]) -> int:
 # `register(group)` function.  Those modules import their heavy dependencies inside
 # the commands, so registering them keeps start-up small.
 _COMMAND_MODULES: tuple[str, ...] = (
-    # issue 3 (archives, check) adds its module here
+    "cli_check",  # issue 3: check
     # issue 4 (diff, capture, ops, which) adds its module here
+    "cli_diff",
 )
 
 

@@ -44,9 +44,42 @@ CODES: dict[str, Code] = {
         Code("CP302", "binary_input", "input is binary, not code text ({reason})", "error"),
         Code("CP303", "grammar_mismatch", "text lacks the features of grammar {grammar} ({reason})", "warning"),
         # -- condition findings of `check` (issue 3): CP201-CP219 --
+        Code("CP201", "tensor_value_branch", "branch on tensor values: `{condition}` depends on {sources}; a trace freezes the branch it took", "warning"),
+        Code("CP202", "tensor_shape_branch", "branch on tensor shape or metadata: `{condition}` depends on {sources}; a trace bakes the example's shape in", "info"),
+        Code("CP203", "training_branch", "branch on self.training: `{condition}`; a trace keeps only the mode it was traced in", "info"),
+        Code("CP204", "attribute_branch", "branch on module state: `{condition}` depends on {sources}", "info"),
+        Code("CP205", "argument_branch", "branch on an argument: `{condition}` depends on {sources}", "info"),
+        Code("CP206", "runtime_branch", "branch on runtime state: `{condition}` depends on {sources}", "info"),
+        Code("CP207", "unknown_branch", "cannot tell what `{condition}` depends on", "info"),
+        Code("CP208", "constant_branch", "branch on a constant: `{condition}`", "info"),
         # -- archive reading, limits, resolution (issue 3): CP304-CP349 --
+        Code("CP304", "not_a_zip", "not a TorchScript archive: {reason}", "error"),
+        Code("CP305", "damaged_zip", "the zip archive is damaged: {reason}", "error"),
+        Code("CP306", "unsupported_format", "unsupported format: {reason}", "error"),
+        Code("CP307", "no_code_folder", "the zip holds no TorchScript code folder (`<root>/code/` or `.data/ts_code/`)", "error"),
+        Code("CP308", "too_many_entries", "the archive has {count} entries; the limit is {limit} (--max-entries)", "error"),
+        Code("CP309", "entry_too_large", "entry {entry} inflates to {size} bytes; the limit is {limit} (--max-entry-bytes); not read", "error"),
+        Code("CP310", "total_too_large", "reading {entry} would inflate {size} bytes in all; the limit is {limit} (--max-total-bytes); not read", "error"),
+        Code("CP311", "compression_ratio", "entry {entry} inflates {ratio} times its stored size; the limit is {limit} (--max-ratio); not read", "error"),
+        Code("CP312", "unsafe_entry_name", "entry name {entry} {reason}; not read", "error"),
+        Code("CP313", "unreadable_entry", "entry {entry} cannot be read: {reason}", "error"),
+        Code("CP314", "forbidden_global", "debug info {entry} names {global_name}, which codeparse never loads; its source mapping is skipped", "warning"),
+        Code("CP315", "bad_debug_info", "debug info {entry} is not understood ({reason}); its source mapping is skipped", "warning"),
+        Code("CP316", "unresolved_class", "type {name} is not defined in the archive", "error"),
+        Code("CP317", "unresolved_function", "function {name} is not defined in the archive", "error"),
+        Code("CP318", "unresolved_method", "{receiver} is a {type}, which has no method {method}", "error"),
+        Code("CP319", "no_version_record", "the archive has no version record (`version` or `.data/version`)", "warning"),
+        Code("CP320", "duplicate_entry", "entry {entry} is stored {count} times; the first is read", "warning"),
+        Code("CP321", "undeclared_attribute", "{ref} is read, but {type} declares no attribute {name}", "error"),
         # -- operators and diff (issue 4): CP220-CP239 --
+        Code("CP220", "unknown_operator", "operator {operator} (called as {callee}, {count} times) is not known to torch {torch}", "warning"),
+        Code("CP221", "script_failed", "torch.jit.script failed: {message}", "error"),
+        Code("CP222", "tracer_warning", "TracerWarning at {file}:{line}: {message}", "warning"),
+        Code("CP223", "trace_failed", "torch.jit.trace failed: {message}", "error"),
         # -- legacy formats (issue 5): CP350-CP369 --
+        Code("CP350", "unresolved_constant", "{name} is not in the model.json tensor table ({count} tensors)", "error"),
+        Code("CP351", "mobile_bytecode", "mobile bytecode version {version} in {entry}: {methods} methods, {count} operators: {operators}", "info"),
+        Code("CP352", "bad_mobile_bytecode", "{entry} is not understood ({reason})", "warning"),
     )
 }
 

@@ -30,8 +30,11 @@ class Extractor:
     """Turns the statements of one file into class and function data."""
 
     def __init__(self, source: SourceText, grammar: Grammar, sem: Semantics, module: Optional[str],
-                 owner: Optional[str] = None):
+                 owner: Optional[str] = None, types=None):
         self.source = source
+        # Optional: qualified class name -> (class kind, declared attributes) of the
+        # other classes of an archive (codeparse.resolve); None outside archives.
+        self.types = types
         self.owner = owner  # the class that bare method text belongs to, if known
         self.text = source.text
         self.grammar = grammar
@@ -120,6 +123,8 @@ class Extractor:
                 role = "buffer"
             elif attr["final"]:
                 role = "constant"
+            elif typ and typ.startswith(self.sem.custom_classes):
+                role = "attribute"  # a C++ custom class object (`torch.classes.ns.Cls`), not a module
             elif typ and typ.startswith(self.sem.root + "."):
                 role = "submodule"
             else:
@@ -127,7 +132,16 @@ class Extractor:
             out[name] = (role, typ)
         for name in params | bufs:
             out.setdefault(name, ("parameter" if name in params else "buffer", None))
+        if self.types is not None:  # an attribute typed with a non-module class is no submodule
+            for name, (role, typ) in out.items():
+                found = self.types(typ) if role == "submodule" and typ else None
+                if found is not None and found[0] != "module":
+                    out[name] = ("attribute", typ)
         return out
+
+    def _attribute_types(self, qualified: str):
+        found = self.types(qualified)
+        return found[1] if found is not None else None
 
     def _strings(self, span: tuple[int, int]) -> list[str]:
         return [unquote(m.group("item")) for m in self._string_item(self.text, *span)]
@@ -165,7 +179,8 @@ class Extractor:
         else:
             qualified = name
 
-        facts = FunctionFacts(params=annotations, declared=declared, self_name=self.sem.self_name)
+        facts = FunctionFacts(params=annotations, declared=declared, self_name=self.sem.self_name,
+                              types=self._attribute_types if self.types is not None else None)
         for pname, ann in annotations.items():
             facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
         walk = _Walk(self, facts)
@@ -187,6 +202,7 @@ class Extractor:
         for if_stmt, depth, scopes in walk.ifs:
             ifs.append({
                 "span": src.span(if_stmt.start, if_stmt.end),
+                "block_span": src.span(if_stmt.start, if_stmt.block_end),
                 "depth": depth,
                 "condition": inference.condition(if_stmt.span_of("test"), scopes),
                 "then_calls": calls_in(if_stmt.body),
@@ -228,8 +244,16 @@ class Extractor:
             if m.start("string") >= 0:
                 continue
             if m.start("getattr_obj") >= 0:
-                base = inference.name_path(m.group("getattr_obj"))
+                # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
+                obj_start, obj_end = m.span("getattr_obj")
+                head, *chain = m.group("getattr_obj").split(".")
+                base = inference.name_path(head)
                 if base:
+                    pos = obj_start + len(head)
+                    for attr in chain:
+                        base = f"{base}.{attr}"
+                        pos += 1 + len(attr)
+                        refs.append(self._ref(base, obj_start, pos, inference))
                     path = f"{base}.{unquote(m.group('getattr_name'))}"
                     refs.append(self._ref(path, m.start(), m.end(), inference))
                 continue

@@ -22,7 +22,7 @@ its sources (``../shared/DESIGN.md`` §5):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq, walk
 
@@ -75,6 +75,9 @@ class FunctionFacts:
     # Declared `self` attributes: name -> (role, type), from the class, if any.
     declared: Optional[dict[str, tuple[str, Optional[str]]]] = None
     self_name: str = "self"
+    # Declarations of other classes (an archive's), for paths of more than one step:
+    # qualified class name -> its declared attributes, or None when unknown.
+    types: Optional[Callable[[str], Optional[dict[str, tuple[str, Optional[str]]]]]] = None
 
 
 class Semantics:
@@ -86,6 +89,7 @@ class Semantics:
         self.root: str = names["qualified_root"]
         self.literals: dict[str, str] = dict(names["literals"])
         self.constants_object: str = names["constants_object"]
+        self.custom_classes: str = names["custom_classes"]
         self.prefixes: list[tuple[str, str]] = [tuple(p) for p in calls["operator_prefixes"]]
         self.ops_root: str = calls["ops_root"]
         self.builtins: dict[str, str] = dict(calls["builtin_operators"])
@@ -237,7 +241,16 @@ class Inference:
             return None, None
         head, _, rest = path.partition(".")
         if "." in rest:
-            return None, None
+            if self.facts.types is None:
+                return None, None
+            first, _, more = rest.partition(".")
+            role, typ = decl.get(first, ("unknown", None))
+            for part in more.split("."):
+                attrs = self.facts.types(typ) if typ else None
+                if attrs is None:
+                    return None, None
+                role, typ = attrs.get(part, ("unknown", None))
+            return role, typ
         return decl.get(rest, ("unknown", None))
 
     # -- conditions ------------------------------------------------------------

@@ -132,6 +132,7 @@ class IfStatement(Node):
     """An ``if`` statement with its condition and what each branch calls."""
 
     span: Span = Field(description="The `if` header line: `if cond:`.")
+    block_span: Span = Field(description="The whole statement: header, then-branch and else-branch.")
     depth: int = Field(description="0 directly in the function body, +1 per enclosing block.")
     condition: Condition
     then_calls: list[Call] = Field(description="Every call textually inside the then-branch.")
@@ -212,7 +213,275 @@ class CodeFile(Node):
 
 # -- archive, findings and report models (issue 3) --
 
+FailOn = Literal["error", "warning", "info", "never"]
+
+
+class SourceLocation(Node):
+    """Where a line of archive code came from, as the archive's debug info records it."""
+
+    path: str = Field(description="The original Python file as recorded (`model.py`, `<ipython-input-2-…>`).")
+    line: int = Field(description="1-based line in that file.")
+
+
+class Finding(Node):
+    """A coded finding of ``check``: a :class:`Diagnostic` plus where the code came from."""
+
+    code: str = Field(description="Stable code such as `CP201`; the table is in codeparse/codes.py.")
+    name: str = Field(description="Stable snake_case name of the code.")
+    severity: Severity = Field(description="`error`, `warning` or `info`.")
+    message: str = Field(description="Human-readable message, rendered from the code's template.")
+    path: str = Field(description="The input as given; `archive!entry` for a code entry of an archive.")
+    span: Optional[Span] = Field(
+        default=None, description="Where in the code text; null for a finding about a whole file or archive."
+    )
+    args: dict[str, str] = Field(default_factory=dict, description="The template's arguments, for machines.")
+    origin: Optional[SourceLocation] = Field(
+        default=None, description="The original Python source line of `span`, from the archive's debug info."
+    )
+
+
+class ModuleNode(Node):
+    """One module in an archive's module tree (the root module has path `self`)."""
+
+    path: str = Field(description="Dotted from the root module: `self`, `self.layer1`, `self.layer1.0`.")
+    type: str = Field(description="Qualified class name, e.g. `__torch__.torch.nn.modules.container.Sequential`.")
+    children: list["ModuleNode"] = Field(default_factory=list, description="Submodules, in declaration order.")
+
+
+class Branch(Node):
+    """An ``if`` of an archive or code file, with its condition kind and reachability."""
+
+    path: str = Field(description="`archive!entry` (or the code file) holding the `if`.")
+    function: str = Field(description="Qualified name of the function or method holding it.")
+    span: Span = Field(description="The `if` header line.")
+    condition: str = Field(description="The condition as printed.")
+    kind: ConditionKind = Field(description="What the condition depends on (DESIGN.md §5).")
+    reachable: bool = Field(description="Whether its function is reachable from the root module's `forward`.")
+    origin: Optional[SourceLocation] = Field(default=None, description="Original source line, from debug info.")
+
+
+class Archive(Node):
+    """A saved TorchScript archive read as a whole, without torch."""
+
+    path: str = Field(description="The archive path as given.")
+    layout: Literal["zip", "torch.package", "model.json"] = Field(
+        description="`zip` (`<root>/code/`), `torch.package` (`.data/ts_code/`), `model.json` (PyTorch 1.0-1.2)."
+    )
+    root: Optional[str] = Field(default=None, description="The single top folder of the zip (any name).")
+    version: Optional[int] = Field(default=None, description="The version record (`version` or `.data/version`).")
+    entries: int = Field(default=0, description="Number of zip entries.")
+    files: list[CodeFile] = Field(default_factory=list, description="One CodeFile per code entry, in stored order.")
+    classes: dict[str, ClassDef] = Field(default_factory=dict, description="Every class, by qualified name.")
+    functions: dict[str, Function] = Field(
+        default_factory=dict, description="Every method and free function, by qualified name."
+    )
+    root_class: Optional[str] = Field(default=None, description="Qualified name of the root module's class.")
+    module_tree: Optional[ModuleNode] = Field(default=None, description="The root module and its submodules.")
+    call_graph: dict[str, list[str]] = Field(
+        default_factory=dict, description="Resolved callees of each method/function, by qualified name."
+    )
+    reachable: list[str] = Field(
+        default_factory=list, description="Methods and functions reachable from the root `forward`, breadth first."
+    )
+    branches: list[Branch] = Field(default_factory=list, description="Every `if`, in file and text order.")
+    source_map: dict[str, dict[int, SourceLocation]] = Field(
+        default_factory=dict, description="For each code entry (`archive!entry`): code line -> original line."
+    )
+    findings: list[Finding] = Field(default_factory=list, description="Everything found, unfiltered.")
+
+
+class Policy(Node):
+    """What ``check`` reports and what fails it: ``[tool.codeparse]`` in pyproject.toml, then the CLI."""
+
+    select: list[str] = Field(default_factory=list, description="Codes or prefixes to report (`CP2`); empty: all.")
+    ignore: list[str] = Field(default_factory=list, description="Codes or prefixes never reported.")
+    fail_on: FailOn = Field(default="error", description="Lowest severity that fails the check (`never`: none).")
+    max_entries: int = Field(default=50_000, description="Most zip entries an archive may have.")
+    max_entry_bytes: int = Field(default=64 << 20, description="Most bytes one entry read may inflate to.")
+    max_total_bytes: int = Field(default=512 << 20, description="Most bytes all entries read may inflate to.")
+    max_ratio: int = Field(default=200, description="Highest inflated/stored size ratio of an entry read.")
+
+
+class InputReport(Node):
+    """The result of checking one input (an archive or a code file)."""
+
+    path: str = Field(description="The input as given (files found in a directory are listed one by one).")
+    kind: Literal["archive", "code"] = Field(description="What the input was read as.")
+    readable: bool = Field(description="False when the input could not be read at all (exit 2).")
+    files: int = Field(default=0, description="Code files (entries) read.")
+    branches: int = Field(default=0, description="`if` statements found (reachable ones, for archives).")
+    findings: list[Finding] = Field(default_factory=list, description="Findings the policy selects, in order.")
+
+
+class Report(Node):
+    """The result of ``check``: per input, the selected findings and the exit code."""
+
+    inputs: list[InputReport]
+    policy: Policy
+    counts: dict[str, int] = Field(description="Selected findings per severity.")
+    exit_code: int = Field(description="0 clean, 1 findings at or above `policy.fail_on`, 2 an input unreadable.")
+
+
 # -- trace-versus-script diff and operator models (issue 4) --
+
+TakenBranch = Literal["then", "else", "neither", "unknown", "mixed", "kept"]
+"""Which branch of a script ``if`` the trace followed (``mixed``: different ones in different
+iterations of an enclosing loop; ``kept``: the trace holds the ``if`` itself, because the code
+is scripted inside the trace); see :mod:`codeparse.tracediff`."""
+
+
+class DiffCall(Node):
+    """One call or operator, placed in the script text, the trace text, or both."""
+
+    call: str = Field(description="As a reader names it: `self.layer1.forward`, `aten::conv2d`.")
+    kind: CallKind
+    script_line: Optional[int] = Field(default=None, description="1-based line in the script text; null if only traced.")
+    trace_line: Optional[int] = Field(default=None, description="1-based line in the trace text; null if the trace lacks it.")
+
+
+class IfDiff(Node):
+    """What the trace did with one ``if`` of the script."""
+
+    module: str = Field(description="Path of the module from the root: `self`, `self.dg`, `self.layer1.0`.")
+    function: str = Field(description="Qualified name of the script function holding the `if`.")
+    path: str = Field(description="The script input the line refers to.")
+    line: int = Field(description="1-based line of the `if` header in the script text.")
+    depth: int = Field(description="Nesting depth, as in `IfStatement.depth`.")
+    condition: str = Field(description="The condition as printed.")
+    kind: ConditionKind = Field(description="What the condition depends on (DESIGN.md §5).")
+    taken: TakenBranch = Field(
+        description="`then`/`else`: the trace followed it; `neither`: the `if` did not run in the trace, or "
+        "the trace has calls of neither branch; `unknown`: the branches look alike in a trace; `mixed`: "
+        "different branches in different loop iterations; `kept`: the trace keeps the `if` (scripted code "
+        "inside a trace)."
+    )
+    reason: str = Field(
+        description="How it was decided: `present` (calls of the taken branch are in the trace), `absent` "
+        "(the other branch's calls are missing), `not_run`, `no_evidence`, `indistinguishable`, `mixed`."
+    )
+    evidence: list[DiffCall] = Field(description="Calls of the taken branch that the trace has, in order.")
+    missing: list[DiffCall] = Field(
+        default_factory=list, description="Calls of the branch(es) not taken, which the trace does not make."
+    )
+    executions: list[Literal["then", "else"]] = Field(
+        default_factory=list, description="The branch of each time the `if` ran in the trace (loops run it often)."
+    )
+
+
+class LostCall(Node):
+    """A submodule call of the script that the trace never makes."""
+
+    module: str
+    function: str
+    path: str
+    call: str = Field(description="`self.custom_layer2.forward`.")
+    receiver: Optional[str] = None
+    method: Optional[str] = None
+    line: int = Field(description="1-based line in the script text.")
+    inside: Optional[str] = Field(default=None, description="`then of if at line 13` when inside a branch.")
+
+
+class UnrolledLoop(Node):
+    """A script loop and how many times the trace repeated its body."""
+
+    module: str
+    function: str
+    path: str
+    line: int
+    loop: str = Field(description="The loop header as printed: `for i in range(torch.size(xs, 0))`.")
+    kind: Literal["for", "while"]
+    iterations: Optional[int] = Field(
+        description="Body repetitions found in the trace (summed over executions); null when the body "
+        "has no call a trace shows."
+    )
+    executions: list[int] = Field(default_factory=list, description="Iterations per execution of the loop.")
+    kept: bool = Field(default=False, description="The trace keeps the loop itself (scripted code inside a trace).")
+    evidence: list[DiffCall] = Field(default_factory=list, description="The body calls the trace repeats, in order.")
+
+
+class BakedConstant(Node):
+    """An operator argument computed in the script that the trace holds as a constant."""
+
+    module: str
+    function: str
+    path: str
+    operator: str = Field(description="`aten::view`.")
+    argument: str = Field(description="Position (`1`) or keyword of the argument.")
+    script: str = Field(description="The script's expression: `[torch.size(x, 0), -1]`, `i`.")
+    trace: str = Field(description="The trace's value: `[2, -1]`, `0`, `CONSTANTS.c0`.")
+    kind: Literal["literal", "tensor_constant"] = Field(
+        description="`literal` printed in the text; `tensor_constant` a `CONSTANTS.cN` tensor of the archive."
+    )
+    script_line: int
+    trace_line: int
+
+
+class ModuleDiff(Node):
+    """The pair of functions compared for one module path."""
+
+    module: str
+    script_function: str
+    trace_function: str
+    script_path: str
+    trace_path: str
+    cost: int = Field(description="Alignment cost (unmatched events, weighted); 0 is a perfect match.")
+    matched: int = Field(description="Events matched between the two texts.")
+    trace_only: list[DiffCall] = Field(
+        default_factory=list, description="Trace events the script function does not explain (inlined functions...)."
+    )
+
+
+class DiffReport(Node):
+    """Script versus trace of one module (and its submodules, when their code is given)."""
+
+    script: str = Field(description="The script input as given.")
+    trace: str = Field(description="The trace input as given.")
+    ifs: list[IfDiff] = Field(description="Every `if` of the script, nested ones too, module by module in textual order.")
+    lost_calls: list[LostCall]
+    unrolled_loops: list[UnrolledLoop]
+    baked_constants: list[BakedConstant]
+    modules: list[ModuleDiff] = Field(default_factory=list, description="The function pairs compared.")
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+
+
+class OperatorInfo(Node):
+    """An operator: its overload schemas and how Python reaches it."""
+
+    name: str = Field(description="`aten::add`.")
+    schemas: list[str] = Field(description="Overload schemas, e.g. `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`.")
+    bindings: list[str] = Field(default_factory=list, description="Python names that reach it: `torch.add`, `torch._C._VariableFunctions.add`.")
+    scriptable: bool = Field(description="Whether TorchScript can call it (it has a registered JIT schema).")
+    source: Literal["live", "table"] = Field(description="`live` from the installed torch, `table` from the bundled table.")
+    torch_version: Optional[str] = None
+
+
+class OperatorUse(Node):
+    """One operator a model calls, with counts and places."""
+
+    operator: str = Field(description="`aten::conv2d`, `prim::RaiseException`.")
+    callees: list[str] = Field(description="As printed: `torch.conv2d`, `torch._C._nn.linear`.")
+    count: int
+    locations: list[str] = Field(description="`path:line:col` of every call.")
+    known: bool = Field(description="Whether the operator table (or live torch) knows it.")
+    schemas: list[str] = Field(default_factory=list)
+
+
+class CaptureWarning(Node):
+    """A warning raised while tracing (TracerWarning) or scripting."""
+
+    category: str = Field(description="`TracerWarning`.")
+    message: str
+    file: str
+    line: int
+
+
+class CaptureError(Node):
+    """Why scripting or tracing failed, and where in the model's source."""
+
+    message: str = Field(description="First line of the error.")
+    detail: str = Field(default="", description="The full error text (TorchScript's source excerpt included).")
+    file: Optional[str] = None
+    line: Optional[int] = None
 
 
 # Every public model and type alias, computed so that additions above need no edit here.

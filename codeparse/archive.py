@@ -1,0 +1,554 @@
+"""Read saved TorchScript archives without torch and without trusting them.
+
+An archive is a zip whose single top folder (any name) holds ``code/``; a
+``torch.package`` keeps it under ``.data/ts_code/`` (``code/`` there, or one per
+``<id>/``).  The suffix does not matter (``.pt``, ``.ptl``, ``.zip``, ``.jit``, renamed):
+the bytes decide.  What is read, and how:
+
+* the version record (``version`` or ``.data/version``), as an integer;
+* every ``.py`` under a code folder, in stored order, parsed as one :class:`CodeFile`
+  named ``archive!entry``;
+* each code file's ``.debug_pkl`` (or the model.json era's ``debug/<name>.pkl``) with
+  the restricted unpickler of :mod:`codeparse.debuginfo`;
+* ``data.pkl`` is never unpickled: its opcodes are only *listed* (``pickletools``) to
+  learn the root module's class name.  Tensor data is never opened.
+
+Nothing is written to disk.  Limits (:class:`codeparse.models.Policy`) bound what is
+inflated: the entry count is checked from the end-of-archive record before the
+central directory is parsed (CP308); each entry read is checked against its declared
+size (CP309), the running total (CP310) and its compression ratio (CP311, for entries
+over :data:`RATIO_FLOOR` bytes), and is inflated in chunks that stop at the declared
+size, so a lying header cannot make it grow.  Entries whose names are absolute or
+contain ``..`` are never read (CP312).
+
+An input that cannot be read at all raises :class:`codeparse.InputError` with its code
+(CP304 not a zip, CP305 damaged, CP306 unsupported format such as the pre-zip
+``PYTORCH1`` container, CP307 no code folder, CP308 too many entries).
+
+The model.json seam (PyTorch 1.0-1.2 archives).  When the top folder holds
+``model.json`` and a module ``codeparse.legacy`` provides
+``parse_model_json_archive(entries, archive_path, grammar) -> (model, files)``, it is
+called with ``entries``: the bounded bytes of ``model.json``, ``libs.py``,
+``libs/*.py`` and the code files, by entry name, in stored order (read here, within
+the limits).  Its ``files`` (``CodeFile`` per code file, ``archive!entry`` paths)
+replace the plain parse; ``model.main.qualified_name``, when present, names the root
+class.  If it raises, the finding is CP313 and the plain parse stands.  Without that
+module the code files are parsed like any others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import struct
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+from .codes import diagnostic
+from .models import Archive, CodeFile, Policy
+
+if TYPE_CHECKING:  # zipfile, zlib and pickletools are imported where used: `parse` starts faster
+    import zipfile
+
+__all__ = [
+    "ARCHIVE_SUFFIXES",
+    "ZipReader",
+    "EntryRefused",
+    "sniff",
+    "open_archive",
+    "read_archive",
+    "archive_code_files",
+]
+
+ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".zip", ".jit", ".pt1", ".torchscript", ".dat")
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+PYTORCH1_MAGIC = b"PYTORCH1"
+RATIO_FLOOR = 1 << 20  # entries smaller than this are not held to the ratio limit
+_CHUNK = 1 << 16
+_EOCD = b"PK\x05\x06"
+_EOCD64_LOCATOR = b"PK\x06\x07"
+_MAX_VERSION_BYTES = 64
+_MAX_PICKLE_OPS = 200_000  # opcodes of data.pkl listed while looking for the root class
+_PICKLE_HEAD = 1 << 16  # bytes of data.pkl inflated to find it (its first class comes first)
+
+
+class EntryRefused(Exception):
+    """An entry was not read; ``finding`` says why (a dict from :func:`diagnostic`)."""
+
+    def __init__(self, finding: dict):
+        super().__init__(finding["message"])
+        self.finding = finding
+
+
+def sniff(path: str | os.PathLike) -> str:
+    """``zip``, ``pytorch1`` or ``other`` from the first bytes of a file."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    if head.startswith(PYTORCH1_MAGIC):
+        return "pytorch1"
+    if head[:4] in ZIP_MAGIC:
+        return "zip"
+    return "other"
+
+
+def _entry_count(handle: io.BufferedReader) -> int:
+    """Entries the end-of-archive record announces (ZIP64 aware); ValueError if absent."""
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    tail_size = min(size, 22 + 0xFFFF)
+    handle.seek(size - tail_size)
+    tail = handle.read(tail_size)
+    at = tail.rfind(_EOCD)
+    if at < 0 or len(tail) - at < 22:
+        raise ValueError("no end-of-archive record (truncated?)")
+    _sig, _disk, _cd_disk, _here, total, _cd_size, _cd_off, _comment = struct.unpack("<4sHHHHIIH", tail[at:at + 22])
+    if total == 0xFFFF and at >= 20 and tail[at - 20:at - 16] == _EOCD64_LOCATOR:
+        _sig, _disk, offset, _disks = struct.unpack("<4sIQI", tail[at - 20:at])
+        if offset + 56 > size:
+            raise ValueError("the ZIP64 end-of-archive record points past the end (truncated?)")
+        handle.seek(offset)
+        record = handle.read(56)
+        if record[:4] != b"PK\x06\x06":
+            raise ValueError("no ZIP64 end-of-archive record")
+        total = struct.unpack("<Q", record[32:40])[0]
+    return total
+
+
+def _unsafe(name: str) -> Optional[str]:
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        return "is an absolute path"
+    if ".." in name.replace("\\", "/").split("/"):
+        return "contains '..'"
+    return None
+
+
+class ZipReader:
+    """Bounded, read-only access to the entries of one zip.
+
+    ``names`` lists the safe entry names in stored order (first occurrence of a
+    duplicate); ``read`` inflates one of them within the limits or raises
+    :class:`EntryRefused`.  Findings about names are collected in ``findings``.
+    """
+
+    def __init__(self, path: str, zf: zipfile.ZipFile, policy: Policy):
+        self.path = path
+        self.policy = policy
+        self._zf = zf
+        self.findings: list[dict] = []
+        self.total = 0
+        self._infos: dict[str, zipfile.ZipInfo] = {}
+        counts: dict[str, int] = {}
+        for info in zf.infolist():
+            counts[info.filename] = counts.get(info.filename, 0) + 1
+            if info.filename in self._infos:
+                continue
+            reason = _unsafe(info.filename)
+            if reason:
+                self.findings.append(diagnostic("CP312", path, None, entry=info.filename, reason=reason))
+                continue
+            self._infos[info.filename] = info
+        for name, count in counts.items():
+            if count > 1:
+                self.findings.append(diagnostic("CP320", path, None, entry=name, count=count))
+        self.names: list[str] = list(self._infos)
+        tops = {n.split("/", 1)[0] for n in self.names if "/" in n}
+        self.root: Optional[str] = tops.pop() if len(tops) == 1 else None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._infos
+
+    def display(self, name: str) -> str:
+        """``archive!entry``, the path of an entry in findings and CodeFiles."""
+        return f"{self.path}!{name}"
+
+    def size(self, name: str) -> int:
+        return self._infos[name].file_size
+
+    def head(self, name: str, size: int) -> Optional[bytes]:
+        """The first ``size`` inflated bytes of an entry (no limits needed), or None if unreadable."""
+        import zipfile
+        import zlib
+
+        try:
+            with self._zf.open(self._infos[name]) as stream:
+                return stream.read(size)
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError,
+                ValueError, struct.error):
+            return None
+
+    def read(self, name: str, limit: Optional[int] = None) -> bytes:
+        """The inflated bytes of entry ``name``, within the limits."""
+        import zipfile
+        import zlib
+
+        policy = self.policy
+        info = self._infos[name]
+        size = info.file_size
+        cap = policy.max_entry_bytes if limit is None else min(limit, policy.max_entry_bytes)
+        if size > cap:
+            raise EntryRefused(diagnostic("CP309", self.path, None, entry=name, size=size, limit=cap))
+        if size > RATIO_FLOOR and size > policy.max_ratio * max(info.compress_size, 1):
+            ratio = size // max(info.compress_size, 1)
+            raise EntryRefused(diagnostic("CP311", self.path, None, entry=name, ratio=ratio, limit=policy.max_ratio))
+        if self.total + size > policy.max_total_bytes:
+            raise EntryRefused(diagnostic("CP310", self.path, None, entry=name, size=self.total + size,
+                                          limit=policy.max_total_bytes))
+        chunks: list[bytes] = []
+        got = 0
+        try:
+            with self._zf.open(info) as stream:
+                while True:
+                    chunk = stream.read(_CHUNK)
+                    if not chunk:
+                        break
+                    got += len(chunk)
+                    if got > size:  # cannot happen with zipfile, which stops at the declared size
+                        raise EntryRefused(diagnostic("CP309", self.path, None, entry=name, size=got, limit=size))
+                    chunks.append(chunk)
+        except EntryRefused:
+            raise
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError,
+                ValueError, struct.error) as exc:
+            raise EntryRefused(diagnostic("CP313", self.path, None, entry=name,
+                                          reason=_one_line(exc))) from None
+        self.total += got
+        return b"".join(chunks)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:120] if text else type(exc).__name__
+
+
+def _refuse(path: str, code: str, **args: object) -> Exception:
+    from .api import InputError
+
+    finding = diagnostic(code, path, None, **args)
+    error = InputError(path, finding["message"], code)
+    error.finding = finding  # the coded finding, with its arguments, for `check`
+    return error
+
+
+def _open_zip(path: str, policy: Policy) -> tuple[ZipReader, int]:
+    """Open ``path`` as a zip within the entry-count limit; raise InputError otherwise."""
+    import zipfile
+
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise _refuse(path, "CP301", reason="no such file") from None
+    except IsADirectoryError:
+        raise _refuse(path, "CP301", reason="is a directory") from None
+    except OSError as exc:
+        raise _refuse(path, "CP301", reason=exc.strerror or str(exc)) from None
+    try:
+        head = handle.read(8)
+        if head.startswith(PYTORCH1_MAGIC):
+            raise _refuse(path, "CP306", reason="a pre-zip `PYTORCH1` container (PyTorch 1.0 preview); "
+                                                "it holds no TorchScript source")
+        if head[:4] not in ZIP_MAGIC:
+            raise _refuse(path, "CP304", reason="not a zip file (it does not start with `PK`)")
+        try:
+            count = _entry_count(handle)
+        except (ValueError, struct.error, OSError) as exc:
+            raise _refuse(path, "CP305", reason=_one_line(exc)) from None
+        if count > policy.max_entries:
+            raise _refuse(path, "CP308", count=count, limit=policy.max_entries)
+        handle.seek(0)
+        try:
+            zf = zipfile.ZipFile(handle)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, struct.error,
+                NotImplementedError, UnicodeDecodeError) as exc:
+            raise _refuse(path, "CP305", reason=_one_line(exc)) from None
+    except BaseException:
+        handle.close()
+        raise
+    return ZipReader(path, zf, policy), count
+
+
+def _code_prefixes(reader: ZipReader) -> tuple[str, list[str]]:
+    """The layout and the folders (``root/code/``, ``root/.data/ts_code/code/``...) holding code."""
+    root = reader.root
+    if root is None:
+        return "zip", []
+    plain = f"{root}/code/"
+    package = f"{root}/.data/ts_code/"
+    prefixes: list[str] = []
+    seen: set[str] = set()
+    layout = "zip"
+    for name in reader.names:
+        if name.startswith(plain):
+            prefix = plain
+        elif name.startswith(package):
+            parts = name[len(package):].split("/")
+            if parts[0] == "code":
+                prefix = package + "code/"
+            elif len(parts) > 2 and parts[1] == "code":
+                prefix = f"{package}{parts[0]}/code/"
+            else:
+                continue
+            layout = "torch.package"
+        else:
+            continue
+        if prefix not in seen:
+            seen.add(prefix)
+            prefixes.append(prefix)
+    if f"{root}/model.json" in reader:
+        layout = "model.json"
+    return layout, prefixes
+
+
+def _version(reader: ZipReader) -> tuple[Optional[int], list[dict]]:
+    root = reader.root
+    for name in (f"{root}/version", f"{root}/.data/version"):
+        if name in reader:
+            try:
+                raw = reader.read(name, _MAX_VERSION_BYTES)
+            except EntryRefused as refused:
+                return None, [refused.finding]
+            try:
+                return int(raw.decode("ascii").strip()), []
+            except (UnicodeDecodeError, ValueError):
+                return None, [diagnostic("CP313", reader.path, None, entry=name,
+                                         reason="the version record is not a number")]
+    return None, [diagnostic("CP319", reader.path, None)]
+
+
+def _root_class(reader: ZipReader, root_name: str) -> Optional[str]:
+    """The root module's class, from the first class ``data.pkl`` names (opcodes listed, never run)."""
+    import pickletools
+
+    root = reader.root
+    candidates = [f"{root}/data.pkl"] + sorted(
+        n for n in reader.names if n.startswith(f"{root}/.data/ts_code/") and n.endswith("/data.pkl")
+    )
+    for name in candidates:
+        if name not in reader:
+            continue
+        data = reader.head(name, _PICKLE_HEAD)
+        if data is None:
+            return None
+        strings: list[str] = []
+        try:
+            for index, (op, arg, _pos) in enumerate(pickletools.genops(io.BytesIO(data))):
+                if index > _MAX_PICKLE_OPS:
+                    break
+                if op.name == "GLOBAL" and isinstance(arg, str):
+                    module, _, cls = arg.partition(" ")
+                    if module == root_name or module.startswith(root_name + "."):
+                        return f"{module}.{cls}"
+                elif op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8") and isinstance(arg, str):
+                    strings = (strings + [arg])[-2:]
+                elif op.name == "STACK_GLOBAL" and len(strings) == 2:
+                    module, cls = strings
+                    if module == root_name or module.startswith(root_name + "."):
+                        return f"{module}.{cls}"
+        except Exception:  # noqa: BLE001 - a damaged pickle only hides the root class
+            return None
+    return None
+
+
+def _debug_entry(reader: ZipReader, name: str) -> Optional[str]:
+    candidate = name + ".debug_pkl"
+    if candidate in reader:
+        return candidate
+    root = reader.root
+    if root and name.startswith(f"{root}/code/"):  # model.json era: debug/<name>.pkl
+        stem = PurePosixPath(name).stem
+        legacy = f"{root}/debug/{stem}.pkl"
+        if legacy in reader:
+            return legacy
+    return None
+
+
+def _legacy_hook() -> Optional[Callable[..., Any]]:
+    try:
+        legacy = importlib.import_module(".legacy", __package__)
+    except ImportError:
+        return None
+    hook = getattr(legacy, "parse_model_json_archive", None)
+    return hook if callable(hook) else None
+
+
+def _model_json(reader: ZipReader, hook: Callable[..., Any], code: list[tuple[str, bytes]],
+                findings: list[dict], grammar: Optional[str]) -> Optional[tuple[list[CodeFile], Optional[str]]]:
+    """Hand a model.json archive to ``codeparse.legacy`` (the seam in the module docs).
+
+    ``code`` holds the code entries already read; ``model.json`` and ``libs`` are read
+    here.  Returns the files and the root class, or None when the hook failed (CP313).
+    """
+    root = reader.root
+    entries: dict[str, bytes] = {}
+    have = dict(code)
+    for name in reader.names:
+        wanted = (name in have or name == f"{root}/model.json" or name == f"{root}/libs.py"
+                  or (name.endswith(".py") and name.startswith((f"{root}/libs/", f"{root}/code/"))))
+        if not wanted:
+            continue
+        if name in have:
+            entries[name] = have[name]
+            continue
+        try:
+            entries[name] = reader.read(name)
+        except EntryRefused as refused:
+            findings.append(refused.finding)
+    try:
+        model, legacy_files = hook(entries, reader.path, grammar)
+    except Exception as exc:  # noqa: BLE001 - their failure is one finding, not a crash
+        findings.append(diagnostic("CP313", reader.path, None, entry=f"{root}/model.json", reason=_one_line(exc)))
+        return None
+    main = getattr(model, "main", None)
+    return list(legacy_files), getattr(main, "qualified_name", None)
+
+
+def _mobile_bytecode(reader: ZipReader) -> list[dict]:
+    """A lite-interpreter archive's ``bytecode.pkl``: its version and operators, as one
+    finding from ``codeparse.legacy`` (read there with a restricted unpickler)."""
+    name = f"{reader.root}/bytecode.pkl"
+    if name not in reader:
+        return []
+    try:
+        legacy = importlib.import_module(".legacy", __package__)
+        data = reader.read(name)
+    except EntryRefused as refused:
+        return [refused.finding]
+    except ImportError:
+        return []
+    return [legacy.bytecode_diagnostic(data, reader.path, name)]
+
+
+def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
+                 grammar: Optional[str] = None) -> Archive:
+    """Read a saved TorchScript archive into an :class:`Archive` (see the module docs)."""
+    from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
+    from .grammar import load_semantics
+    from .resolve import parse_program, resolve
+
+    shown = os.fspath(path)
+    policy = policy or Policy()
+    reader, count = _open_zip(shown, policy)
+    try:
+        layout, prefixes = _code_prefixes(reader)
+        if not prefixes and layout != "model.json":
+            raise _refuse(shown, "CP307")
+        findings: list[dict] = list(reader.findings)
+        version, version_findings = _version(reader)
+        findings.extend(version_findings)
+        root_name = load_semantics()["names"]["qualified_root"]
+        maps: dict[str, dict[int, tuple[str, int]]] = {}
+        code_names = [n for n in reader.names
+                      if n.endswith(".py") and any(n.startswith(p) for p in prefixes)]
+        entries: list[tuple[str, bytes]] = []
+        for name in code_names:
+            try:
+                entries.append((name, reader.read(name)))
+            except EntryRefused as refused:
+                findings.append(refused.finding)
+        hook = _legacy_hook() if layout == "model.json" else None
+        legacy = _model_json(reader, hook, entries, findings, grammar) if hook is not None else None
+        if legacy is not None:
+            files, legacy_root = legacy
+        else:
+            files, parse_findings = parse_program([(reader.display(n), d) for n, d in entries], grammar)
+            findings.extend(parse_findings)
+            legacy_root = None
+        parsed = {cf.path for cf in files}
+        for name, data in entries:
+            display = reader.display(name)
+            debug = _debug_entry(reader, name) if display in parsed else None
+            if debug is None:
+                continue
+            try:
+                # Debug info is a few times the size of its code; the cap bounds what a
+                # hostile pickle can build from memo references.
+                line_map = read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))), max_rows=len(data) + 1)
+            except EntryRefused as refused:
+                findings.append(refused.finding)
+                continue
+            except ForbiddenGlobal as exc:
+                findings.append(diagnostic("CP314", shown, None, entry=debug, global_name=exc.name))
+                continue
+            except DebugInfoError as exc:
+                findings.append(diagnostic("CP315", shown, None, entry=debug, reason=str(exc)))
+                continue
+            maps[display] = line_origins(_decoded(data), line_map)
+        root_class = legacy_root or _root_class(reader, root_name)
+        findings.extend(_mobile_bytecode(reader))
+        return resolve(
+            path=shown, layout=layout, root=reader.root, version=version, entries=count, files=files,
+            maps=maps, root_class=root_class, findings=findings,
+        )
+    finally:
+        reader._zf.close()
+        fp = getattr(reader._zf, "fp", None)
+        if fp is not None:
+            fp.close()
+
+
+def _decoded(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Archive:
+    """Read a saved TorchScript archive without torch: the public entry point.
+
+    Raises :class:`codeparse.InputError` (with ``.code``) when it cannot be read at all.
+    """
+    return read_archive(path, policy)
+
+
+def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -> Iterator[tuple[CodeFile, str]]:
+    """``(CodeFile, text)`` for each code entry of an archive, in stored order (for ``parse``).
+
+    Entries that cannot be read become a CodeFile with only their diagnostic.
+    """
+    from .api import InputError, parse_bytes
+
+    shown = os.fspath(path)
+    reader, _ = _open_zip(shown, Policy())
+    try:
+        layout, prefixes = _code_prefixes(reader)
+        if not prefixes:
+            raise _refuse(shown, "CP307")
+        if layout == "model.json":  # the seam: method files with classes from model.json
+            hook = _legacy_hook()
+            legacy = _model_json(reader, hook, [], [], grammar) if hook is not None else None
+            legacy_files = legacy[0] if legacy is not None else None
+            if legacy_files:
+                for cf in legacy_files:
+                    yield cf, _decoded(reader.read(cf.path.rsplit("!", 1)[1]))
+                return
+        for name in reader.names:
+            if not (name.endswith(".py") and any(name.startswith(p) for p in prefixes)):
+                continue
+            display = reader.display(name)
+            try:
+                data = reader.read(name)
+                yield parse_bytes(data, display, grammar), _decoded(data)
+            except EntryRefused as refused:
+                finding = dict(refused.finding, path=display)
+                yield CodeFile(path=display, grammar=grammar or "unread", classes=[], functions=[],
+                               diagnostics=[finding]), ""
+            except InputError as exc:
+                finding = diagnostic(exc.code, display, None, reason=exc.message)
+                yield CodeFile(path=display, grammar=grammar or "unread", classes=[], functions=[],
+                               diagnostics=[finding]), ""
+    finally:
+        reader._zf.close()
+        fp = getattr(reader._zf, "fp", None)
+        if fp is not None:
+            fp.close()
+
+
+def is_archive_path(path: str) -> bool:
+    """Whether an input is to be read as an archive: a zip or PYTORCH1 container by its
+    bytes, or any file with an archive suffix (which then must be a zip: CP304)."""
+    p = Path(path)
+    try:
+        if not p.is_file():
+            return False
+        return p.suffix.lower() in ARCHIVE_SUFFIXES or sniff(path) in ("zip", "pytorch1")
+    except OSError:
+        return False

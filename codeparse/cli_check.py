@@ -1,0 +1,166 @@
+"""``codeparse check PATH...``: the CI command (registered by :mod:`codeparse.cli`).
+
+Checks archives, ``.code`` files and directories of them (recursively), prints the
+findings the policy selects (``--format table|json|jsonl|sarif``) and exits 0 clean,
+1 findings at or above the failing severity, 2 an input could not be read (or the
+command line / policy is wrong).  The policy comes from ``[tool.codeparse]`` in the
+nearest ``pyproject.toml``; options given here win.  A progress bar is drawn on
+standard error only when it is a terminal.
+
+Everything heavy (the checker, pydantic models, rich) is imported inside the
+command, so registering it costs nothing at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional, TextIO
+
+import click
+
+__all__ = ["register", "run_check", "FORMATS"]
+
+FORMATS = ("table", "json", "jsonl", "sarif")
+
+
+def _progress(total: int, err: TextIO):
+    """A rich progress bar on a terminal; else None."""
+    if total < 2 or not getattr(err, "isatty", lambda: False)():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(file=err), transient=True)
+    return bar
+
+
+def render_table(report: Any, out: TextIO, color: Optional[bool] = None) -> None:
+    """Findings as ``path:line:col`` rows, with the original source line when known."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    tty = getattr(out, "isatty", lambda: False)()
+    console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
+                      width=None if tty else 200)
+    style = {"error": "bold red", "warning": "yellow", "info": "dim"}
+    for item in report.inputs:
+        head = f"{item.path} ({item.kind}"
+        head += f", {item.files} code files, {item.branches} ifs)" if item.readable else ", unreadable)"
+        console.print(Text(head, style="bold"))
+        if not item.findings:
+            console.print("  no findings")
+            continue
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))
+        table.add_column("where", overflow="fold")
+        table.add_column("code")
+        table.add_column("severity")
+        table.add_column("message", overflow="fold")
+        table.add_column("source", overflow="fold")
+        for f in item.findings:
+            where = f.path
+            if f.path.startswith(item.path + "!"):
+                where = f.path[len(item.path) + 1:]
+            if f.span is not None:
+                where += f":{f.span.line}:{f.span.column}"
+            source = f"← {f.origin.path}:{f.origin.line}" if f.origin else ""
+            table.add_row(where, f.code, Text(f.severity, style=style[f.severity]), f.message, source)
+        console.print(table)
+    counts = report.counts
+    console.print(
+        f"{len(report.inputs)} input(s): {counts['error']} error(s), {counts['warning']} warning(s), "
+        f"{counts['info']} info; fail on {report.policy.fail_on}; exit {report.exit_code}"
+    )
+
+
+def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, config: Optional[str],
+              out: TextIO, err: TextIO, color: Optional[bool] = None) -> int:
+    """The ``check`` command with its streams given: returns the exit code."""
+    import importlib
+
+    from .models import InputReport
+
+    checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
+
+    try:
+        policy = checker.load_policy(config) if config else checker.load_policy()
+        policy = checker.policy_with(policy, **options)
+    except checker.PolicyError as exc:
+        err.write(f"codeparse: error: {exc}\n")
+        return 2
+    inputs = checker.expand_inputs(paths)
+    bar = _progress(len(inputs), err)
+    task = None
+    if bar is not None:
+        bar.start()
+        task = bar.add_task("check", total=len(inputs))
+
+    def advance(_report: InputReport) -> None:
+        if bar is not None:
+            bar.advance(task)
+
+    try:
+        report = checker.check(paths, policy, jobs=jobs, progress=advance)
+    finally:
+        if bar is not None:
+            bar.stop()
+    for item in report.inputs:
+        if not item.readable:
+            reason = item.findings[0] if item.findings else None
+            err.write(f"{item.path}: {reason.code} {reason.message}\n" if reason else f"{item.path}: unreadable\n")
+    if fmt == "json":
+        out.write(report.model_dump_json(indent=2) + "\n")
+    elif fmt == "jsonl":
+        for item in report.inputs:
+            out.write(item.model_dump_json() + "\n")
+    elif fmt == "sarif":
+        from .cli import _version
+        from .sarif import to_sarif
+
+        out.write(json.dumps(to_sarif(report, _version()), indent=2) + "\n")
+    else:
+        render_table(report, out, color=color)
+    out.flush()
+    return report.exit_code
+
+
+def register(group: click.Group) -> None:
+    """Add ``check`` to the ``codeparse`` command group."""
+
+    @group.command("check")
+    @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                  help="table for people; json (one Report), jsonl (one InputReport per line), sarif (2.1.0).")
+    @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+                  help="Check inputs in this many processes (same results as one).")
+    @click.option("--select", default=None, metavar="CODES", help="Comma-separated codes or prefixes to report.")
+    @click.option("--ignore", default=None, metavar="CODES", help="Comma-separated codes or prefixes never reported.")
+    @click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+                  help="Lowest severity that fails the check (default: error, or pyproject's fail-on).")
+    @click.option("--max-entries", type=click.IntRange(min=1), default=None, help="Most zip entries per archive.")
+    @click.option("--max-entry-bytes", type=click.IntRange(min=1), default=None,
+                  help="Most bytes one archive entry read may inflate to.")
+    @click.option("--max-total-bytes", type=click.IntRange(min=1), default=None,
+                  help="Most bytes all entries read from one archive may inflate to.")
+    @click.option("--max-ratio", type=click.IntRange(min=1), default=None,
+                  help="Highest inflated/stored size ratio of an entry read.")
+    @click.option("--config", default=None, metavar="PYPROJECT",
+                  help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
+    @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
+    def check_command(paths: tuple[str, ...], fmt: str, jobs: int, select: Optional[str], ignore: Optional[str],
+                      fail_on: Optional[str], max_entries: Optional[int], max_entry_bytes: Optional[int],
+                      max_total_bytes: Optional[int], max_ratio: Optional[int], config: Optional[str],
+                      color: Optional[bool]) -> int:
+        """Check saved TorchScript archives (.pt, .ptl, .zip, torch.package...), .code files
+        and directories of them; report coded findings.
+
+        Exit status: 0 clean, 1 findings at or above the failing severity, 2 an input
+        could not be read.
+        """
+        options = {
+            "select": select, "ignore": ignore, "fail_on": fail_on, "max_entries": max_entries,
+            "max_entry_bytes": max_entry_bytes, "max_total_bytes": max_total_bytes, "max_ratio": max_ratio,
+        }
+        return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color)

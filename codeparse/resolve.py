@@ -1,0 +1,384 @@
+"""Cross-file resolution: one archive's code files read as one program.
+
+From the :class:`CodeFile` of every code entry this builds the :class:`Archive`:
+
+* the classes and functions by qualified name, and each class's declared attributes
+  (role and type, from ``__parameters__``/``__buffers__`` and ``name : Type`` lines);
+* every file is parsed with the declarations of the other classes
+  (:func:`parse_program`, :func:`codeparse.api.parse_text` ``types=``), so that
+  ``self.layer1.conv`` gets its role and type, and attributes typed with non-module
+  classes are attributes, with the right call kinds;
+* the call graph: ``(self).m(...)`` runs the class's ``m``; ``(layer1).forward(x, )``
+  runs ``forward`` of ``layer1``'s declared class; ``__torch__.f(...)`` runs ``f``;
+* the module tree from the root class, and which methods are reachable from its
+  ``forward``;
+* every ``if`` as a :class:`Branch`, and findings: unresolved types, functions and
+  methods (CP316-CP318), attributes no class declares (CP321), condition findings (CP201-CP208) for the reachable ifs, the
+  parse diagnostics of each file, each with its original source line when debug info
+  maps it.
+
+C++ custom classes (``__torch__.torch.classes.*``) are not defined in archives and
+are never reported as unresolved.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, Optional
+
+from .codes import diagnostic
+from .grammar import load_grammar
+from .models import Archive, Branch, ClassDef, CodeFile, Finding, Function, ModuleNode
+
+__all__ = ["parse_program", "resolve", "condition_finding", "to_finding", "CONDITION_CODES"]
+
+# Condition kind -> finding code (DESIGN.md §5 rows); `self.training` has its own code.
+CONDITION_CODES = {
+    "tensor_value": "CP201",
+    "tensor_shape": "CP202",
+    "attribute": "CP204",
+    "argument": "CP205",
+    "runtime": "CP206",
+    "unknown": "CP207",
+    "constant": "CP208",
+}
+TRAINING_CODE = "CP203"
+_MAX_TREE_DEPTH = 64
+_EXCERPT = 80
+
+Declared = dict[str, tuple[str, Optional[str]]]
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT - 1] + "…"
+
+
+def to_finding(d: dict, origins: Optional[dict] = None) -> Finding:
+    """A diagnostic dict (or Diagnostic dump) as a Finding, with its original line if mapped."""
+    data = dict(d)
+    span = data.get("span")
+    if origins and span is not None:
+        line = span["line"] if isinstance(span, dict) else span.line
+        found = origins.get(line)
+        if found is not None:
+            data["origin"] = {"path": found[0], "line": found[1]}
+    return Finding.model_validate(data)
+
+
+def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict] = None) -> Finding:
+    """The condition finding of one ``if`` (an :class:`IfStatement`)."""
+    cond = if_.condition
+    code = CONDITION_CODES[cond.kind]
+    if cond.kind == "attribute" and any(s.ref.endswith(".training") for s in cond.sources):
+        code = TRAINING_CODE
+    shown = [s for s in cond.sources if s.kind == cond.kind] or list(cond.sources)
+    sources = ", ".join(f"{s.ref} ({s.type})" for s in shown[:4]) or "nothing"
+    if len(shown) > 4:
+        sources += f" and {len(shown) - 4} more"
+    shown_text = cond.resolved or cond.text  # `bool(torch.eq(...))`, not the temporary `_2`
+    d = diagnostic(code, path, if_.span.model_dump(), condition=_excerpt(shown_text), sources=sources,
+                   function=function, kind=cond.kind)
+    return to_finding(d, origins)
+
+
+class _Program:
+    def __init__(self, files: list[CodeFile], root: str, extra: dict[str, Declared]):
+        self.root = root
+        self.extra = extra
+        self.current: Optional[str] = None  # the file being parsed, while parsing
+        self.misses: dict[str, set[str]] = {}  # file -> classes asked for before they were known
+        self.index(files)
+
+    def index(self, files: list[CodeFile]) -> None:
+        self.files = []
+        self.classes: dict[str, ClassDef] = {}
+        self.class_file: dict[str, str] = {}
+        self.functions: dict[str, Function] = {}
+        self.owner: dict[str, Optional[str]] = {}
+        self.function_file: dict[str, str] = {}
+        self._declared: dict[str, Optional[Declared]] = {}
+        for cf in files:
+            self.add(cf)
+
+    def add(self, cf: CodeFile) -> None:
+        self.files.append(cf)
+        for cls in cf.classes:
+            if cls.qualified_name in self.classes:
+                continue
+            self.classes[cls.qualified_name] = cls
+            self.class_file[cls.qualified_name] = cf.path
+            for m in cls.methods:
+                self.functions.setdefault(m.qualified_name, m)
+                self.owner.setdefault(m.qualified_name, cls.qualified_name)
+                self.function_file.setdefault(m.qualified_name, cf.path)
+        for f in cf.functions:
+            if f.qualified_name not in self.functions:
+                self.functions[f.qualified_name] = f
+                self.owner[f.qualified_name] = None
+                self.function_file[f.qualified_name] = cf.path
+
+    # -- declarations ------------------------------------------------------------
+    def declared(self, qualified: Optional[str]) -> Optional[Declared]:
+        if qualified is None:
+            return self.extra.get("")
+        if qualified in self._declared:
+            return self._declared[qualified]
+        cls = self.classes.get(qualified)
+        out: Optional[Declared] = None
+        if cls is not None:
+            from .api import _sem
+            from .extract import Extractor
+
+            shim = SimpleNamespace(sem=_sem(), types=self.types)
+            attrs = [{"name": a.name, "type": a.type, "final": a.final} for a in cls.attributes]
+            out = Extractor._declared(shim, cls.parameters, cls.buffers, attrs)
+            out.update(self.extra.get(qualified, {}))
+        elif qualified in self.extra:
+            out = dict(self.extra[qualified])
+        self._declared[qualified] = out
+        return out
+
+    def types(self, qualified: str) -> Optional[tuple[str, Declared]]:
+        """The hook given to the parser: (class kind, declared attributes), or None."""
+        cls = self.classes.get(qualified)
+        if cls is None:
+            if self.current is not None and qualified.startswith(self.root + ".") and not self.is_custom(qualified):
+                self.misses.setdefault(self.current, set()).add(qualified)
+            return None
+        return (cls.kind, self.declared(qualified) or {})
+
+    def path_type(self, owner: Optional[str], path: str) -> tuple[str, Optional[str]]:
+        """Role and type of a dotted path from ``self`` inside a method of ``owner``."""
+        parts = path.split(".")[1:]
+        current = owner
+        role, typ = "unknown", owner
+        for part in parts:
+            decl = self.declared(current)
+            if decl is None:
+                return "unknown", None
+            role, typ = decl.get(part, ("unknown", None))
+            cls = self.classes.get(typ) if typ else None
+            if role == "submodule" and cls is not None and cls.kind != "module":
+                role = "attribute"
+            current = typ
+        return role, typ
+
+    def is_custom(self, name: str) -> bool:
+        return name.startswith(f"{self.root}.torch.classes.")
+
+
+def _type_names(root: str) -> Callable[[str], list[str]]:
+    """The qualified names (``__torch__.a.B``) inside a printed type."""
+    dotted = load_grammar().fragments["dotted"]
+    prefix = root + "."
+    return lambda text: [n for n in dotted.findall(text) if n.startswith(prefix)] if text else []
+
+
+def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = None,
+                  ) -> tuple[list[CodeFile], list[dict]]:
+    """Parse the code entries of one archive (``(path, bytes)`` in stored order) as one program.
+
+    Files are parsed last to first, so that the classes a file refers to (stored after
+    it: ``__torch__.py`` first, the library modules later) are usually known when it is
+    parsed, and each file is given the declarations of the classes read so far.  A file
+    that asked for a class read only later is parsed again with all of them.  Returns
+    the CodeFiles in stored order, and findings for entries that are not code text.
+    """
+    from .api import InputError, _sem, parse_bytes
+
+    prog = _Program([], _sem().root, {})
+    parsed: dict[str, CodeFile] = {}
+    findings: dict[str, dict] = {}
+    for path, data in reversed(entries):
+        prog.current = path
+        try:
+            cf = parse_bytes(data, path, grammar, types=prog.types)
+        except InputError as exc:
+            findings[path] = diagnostic(exc.code, path, None, reason=exc.message)
+            continue
+        parsed[path] = cf
+        prog.add(cf)
+    prog.current = None
+    prog._declared.clear()  # declarations computed while classes were missing
+    data_of = dict(entries)
+    for path, missed in prog.misses.items():
+        if path in parsed and any(q in prog.classes for q in missed):
+            parsed[path] = parse_bytes(data_of[path], path, grammar, types=prog.types)
+    files = [parsed[p] for p, _ in entries if p in parsed]
+    return files, [findings[p] for p, _ in entries if p in findings]
+
+
+def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[int], entries: int,
+            files: list[CodeFile], maps: dict[str, dict[int, tuple[str, int]]],
+            root_class: Optional[str], findings: Iterable[dict],
+            extra_declarations: Optional[dict[str, Declared]] = None) -> Archive:
+    """Build the :class:`Archive` from its parsed code files (see the module docs)."""
+    from .api import _sem
+
+    sem = _sem()
+    prog = _Program(files, sem.root, extra_declarations or {})
+
+    per_file: dict[str, list[Finding]] = {cf.path: [] for cf in files}
+
+    def add(file_path: str, d: dict) -> None:
+        per_file.setdefault(file_path, []).append(to_finding(d, maps.get(file_path)))
+
+    # Type names in declarations and signatures.
+    names_in = _type_names(sem.root)
+    reported: set[str] = set()
+
+    def check_type(file_path: str, text: Optional[str], span: Any) -> None:
+        for name in names_in(text or ""):
+            if name in prog.classes or prog.is_custom(name) or name in reported:
+                continue
+            reported.add(name)
+            add(file_path, diagnostic("CP316", file_path, span.model_dump(), name=name))
+
+    for cf in files:
+        for cls in cf.classes:
+            for attr in cls.attributes:
+                check_type(cf.path, attr.type, attr.span)
+        for fn in _functions_of(cf):
+            for p in fn.signature.params:
+                check_type(cf.path, p.annotation, p.span)
+            check_type(cf.path, fn.signature.returns, fn.span)
+
+    # Attributes read through `self` that the class (or the class on the way) does not declare.
+    for qn, fn in prog.functions.items():
+        owner = prog.owner.get(qn)
+        if owner is None:
+            continue
+        seen: set[str] = set()
+        for ref in fn.self_refs:
+            if ref.role != "unknown" or ref.path in seen:
+                continue
+            seen.add(ref.path)
+            parent, _, name = ref.path.rpartition(".")
+            holder = owner if parent == sem.self_name else prog.path_type(owner, parent)[1]
+            if holder in prog.classes:
+                file_path = prog.function_file[qn]
+                add(file_path, diagnostic("CP321", file_path, ref.span.model_dump(), ref=ref.path,
+                                          type=holder, name=name))
+
+    # The call graph.
+    graph: dict[str, list[str]] = {}
+    for qn, fn in prog.functions.items():
+        owner = prog.owner.get(qn)
+        file_path = prog.function_file[qn]
+        edges: list[str] = []
+        for call in fn.calls:
+            target = None
+            if call.kind == "self_method" and call.method:
+                if owner is None:
+                    continue
+                target = f"{owner}.{call.method}"
+                if target not in prog.functions:
+                    add(file_path, diagnostic("CP318", file_path, call.span.model_dump(), receiver="self",
+                                              type=owner, method=call.method))
+                    continue
+            elif call.kind in ("submodule", "method") and call.receiver and call.method:
+                role, typ = prog.path_type(owner, call.receiver)
+                if not typ or typ not in prog.classes:
+                    continue  # undeclared, a builtin type, or reported where it is declared
+                target = f"{typ}.{call.method}"
+                if target not in prog.functions and not call.method.startswith("__"):
+                    add(file_path, diagnostic("CP318", file_path, call.span.model_dump(), receiver=call.receiver,
+                                              type=typ, method=call.method))
+                    continue
+            elif call.kind == "function" and call.target and call.target.startswith(sem.root + "."):
+                target = call.target
+                if target not in prog.functions:
+                    owner_class = target.rsplit(".", 1)[0]
+                    if target in prog.classes or owner_class in prog.classes or prog.is_custom(target):
+                        continue  # `__torch__.Pair(...)`, `__torch__.X.__new__(...)`: constructors
+                    if target not in reported:
+                        reported.add(target)
+                        add(file_path, diagnostic("CP317", file_path, call.span.model_dump(), name=target))
+                    continue
+            if target and target in prog.functions and target not in edges:
+                edges.append(target)
+        graph[qn] = edges
+
+    # The root module, its tree, and what its forward reaches.
+    if root_class not in prog.classes:
+        root_class = _guess_root(prog)
+    tree = _tree(prog, root_class, "self", 0, set()) if root_class else None
+    entry_points = []
+    if root_class and f"{root_class}.forward" in prog.functions:
+        entry_points.append(f"{root_class}.forward")
+    elif "forward" in prog.functions:  # model.json era: a bare `def forward(self, ...)`
+        entry_points.append("forward")
+    reachable = _reach(graph, entry_points)
+    reach_all = not entry_points
+    reachable_set = set(reachable)
+
+    branches: list[Branch] = []
+    for cf in files:
+        origins = maps.get(cf.path)
+        for d in cf.diagnostics:
+            add(cf.path, d.model_dump())
+        for fn in _functions_of(cf):
+            live = reach_all or fn.qualified_name in reachable_set
+            for if_ in fn.ifs:
+                origin = origins.get(if_.span.line) if origins else None
+                branches.append(Branch(
+                    path=cf.path, function=fn.qualified_name, span=if_.span, condition=if_.condition.text,
+                    kind=if_.condition.kind, reachable=live,
+                    origin={"path": origin[0], "line": origin[1]} if origin else None,
+                ))
+                if live:
+                    per_file.setdefault(cf.path, []).append(
+                        condition_finding(cf.path, fn.qualified_name, if_, origins))
+
+    out: list[Finding] = [to_finding(d) for d in findings]
+    for cf in files:
+        out.extend(sorted(per_file.get(cf.path, []), key=lambda f: (f.span.start if f.span else -1)))
+    return Archive(
+        path=path, layout=layout, root=root, version=version, entries=entries, files=files,
+        classes=prog.classes, functions=prog.functions, root_class=root_class, module_tree=tree,
+        call_graph=graph, reachable=reachable, branches=branches,
+        source_map={p: {line: {"path": o[0], "line": o[1]} for line, o in m.items()} for p, m in maps.items()},
+        findings=out,
+    )
+
+
+def _functions_of(cf: CodeFile) -> Iterable[Function]:
+    for cls in cf.classes:
+        yield from cls.methods
+    yield from cf.functions
+
+
+def _guess_root(prog: _Program) -> Optional[str]:
+    """Without data.pkl: the first module class with a forward that no other class holds."""
+    held = {typ for qn in prog.classes for _, typ in (prog.declared(qn) or {}).values() if typ}
+    for qn, cls in prog.classes.items():
+        if cls.kind == "module" and qn not in held and f"{qn}.forward" in prog.functions:
+            return qn
+    return None
+
+
+def _tree(prog: _Program, qualified: str, path: str, depth: int, active: set[str]) -> ModuleNode:
+    children: list[ModuleNode] = []
+    if depth < _MAX_TREE_DEPTH and qualified not in active:
+        active = active | {qualified}
+        for name, (role, typ) in (prog.declared(qualified) or {}).items():
+            child = prog.classes.get(typ) if typ else None
+            if role == "submodule" and child is not None and child.kind == "module":
+                children.append(_tree(prog, typ, f"{path}.{name}", depth + 1, active))
+    return ModuleNode(path=path, type=qualified, children=children)
+
+
+def _reach(graph: dict[str, list[str]], starts: list[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    queue = deque(s for s in starts if s in graph)
+    for s in queue:
+        seen[s] = None
+    while queue:
+        node = queue.popleft()
+        for nxt in graph.get(node, ()):
+            if nxt not in seen:
+                seen[nxt] = None
+                queue.append(nxt)
+    return list(seen)

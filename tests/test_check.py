@@ -1,0 +1,155 @@
+"""``codeparse check`` and ``codeparse.check``: every fixture archive, the policy from
+pyproject.toml and the command line, output formats, ``--jobs``, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import codeparse
+from codeparse.check import PolicyError, load_policy
+from codeparse.cli import main
+from codeparse.models import InputReport, Policy, Report
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHIVES = ROOT / "fixtures" / "archives"
+LEGACY = Path("/work/shared/fixtures-legacy")
+PYTORCH1 = LEGACY / "torch-js__torch-js__test_model-7f2acda.pt"
+CUSTOM_SCRIPT = ARCHIVES / "custom_model.script.pt"
+CUSTOM_TRACE = ARCHIVES / "custom_model.trace.pt"
+CONDITION_CODES = {"CP201", "CP202", "CP203", "CP204", "CP205", "CP206", "CP207", "CP208"}
+# Informational findings any archive may give: a lite-interpreter `bytecode.pkl` (issue 5).
+INFO_CODES = {"CP351"}
+# Findings that real fixtures are expected to give besides condition findings.
+EXPECTED_OTHER = {
+    # an empty code file for the C++ custom-class namespace `torch.classes.torchtext`
+    "pytorch__text__jit_pipeline-3b47de6.pt": {"CP109"},
+}
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+@pytest.fixture
+def no_pyproject(tmp_path, monkeypatch):
+    """Run in an empty folder, so that the repo's pyproject.toml gives no policy."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_every_fixture_archive_exits_0_without_unexpected_findings(capsys, no_pyproject):
+    paths = [ARCHIVES, *(p for p in sorted(LEGACY.glob("*")) if p.suffix != ".md" and p != PYTORCH1)]
+    code, out, err = run(capsys, "check", "--format", "jsonl", *paths)
+    assert code == 0, err
+    reports = [InputReport.model_validate_json(line) for line in out.splitlines()]
+    assert len(reports) == len(list(ARCHIVES.rglob("*.pt"))) + (len(paths) - 1)
+    for report in reports:
+        assert report.readable and report.files > 0, report.path
+        other = {f.code for f in report.findings} - CONDITION_CODES - INFO_CODES
+        assert other <= EXPECTED_OTHER.get(Path(report.path).name, set()), (report.path, other)
+
+
+def test_custom_model_script_and_trace(capsys, no_pyproject):
+    code, out, _ = run(capsys, "check", "--format", "json", CUSTOM_SCRIPT, CUSTOM_TRACE)
+    assert code == 0  # a tensor-value branch is a warning; the default fails on errors
+    report = Report.model_validate_json(out)
+    script, trace = report.inputs
+    [value] = [f for f in script.findings if f.code == "CP201"]
+    assert value.path == f"{CUSTOM_SCRIPT}!custom_model.script/code/__torch__.py"
+    assert (value.span.line, value.origin.path, value.origin.line) == (22, "fixtures/models.py", 65)
+    assert trace.branches == 0 and trace.findings == []
+
+
+def test_table_shows_code_and_original_lines(capsys, no_pyproject):
+    code, out, _ = run(capsys, "check", CUSTOM_SCRIPT, "--select", "CP201")
+    assert code == 0
+    line = next(l for l in out.splitlines() if "CP201" in l)
+    assert "custom_model.script/code/__torch__.py:22:5" in line
+    assert "← fixtures/models.py:65" in line
+    assert out.rstrip().endswith("exit 0")
+
+
+def test_fail_on_warning_from_cli(capsys, no_pyproject):
+    code, _, _ = run(capsys, "check", CUSTOM_SCRIPT, "--fail-on", "warning", "--format", "jsonl")
+    assert code == 1
+    code, _, _ = run(capsys, "check", CUSTOM_TRACE, "--fail-on", "info", "--format", "jsonl")
+    assert code == 0  # the trace has no ifs at all
+
+
+def test_policy_from_pyproject_and_cli_wins(capsys, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.codeparse]\nfail-on = "warning"\nignore = ["CP205"]\nselect = ["CP2"]\n')
+    sub = tmp_path / "deep" / "er"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)  # found by searching upward
+    policy = load_policy()
+    assert (policy.fail_on, policy.ignore, policy.select) == ("warning", ["CP205"], ["CP2"])
+    code, out, _ = run(capsys, "check", CUSTOM_SCRIPT, "--format", "jsonl")
+    assert code == 1
+    [report] = [InputReport.model_validate_json(l) for l in out.splitlines()]
+    codes = {f.code for f in report.findings}
+    assert "CP205" not in codes and "CP201" in codes and all(c.startswith("CP2") for c in codes)
+    code, _, _ = run(capsys, "check", CUSTOM_SCRIPT, "--format", "jsonl", "--fail-on", "error")
+    assert code == 0  # the command line wins
+    code, _, _ = run(capsys, "check", CUSTOM_SCRIPT, "--format", "jsonl", "--ignore", "CP201")
+    assert code == 0
+
+
+def test_bad_policy_is_one_line_exit_2(capsys, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.codeparse]\nfail-onn = "warning"\n')
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "check", CUSTOM_SCRIPT)
+    assert code == 2 and err.count("\n") == 1 and "unknown key 'fail-onn'" in err
+    code, _, err = run(capsys, "check", CUSTOM_SCRIPT, "--config", os.devnull, "--select", "XX9")
+    assert code == 2 and "'XX9' matches no finding code" in err
+    with pytest.raises(PolicyError):
+        load_policy(tmp_path / "pyproject.toml")
+
+
+def test_jobs_give_the_same_report(no_pyproject):
+    paths = [str(p) for p in sorted(ARCHIVES.glob("nn_*.pt"))[:24]] + [str(CUSTOM_SCRIPT)]
+    policy = Policy()
+    one = codeparse.check(paths, policy)
+    two = codeparse.check(paths, policy, jobs=2)
+    assert one == two
+    assert [r.path for r in two.inputs] == paths
+
+
+def test_library_check_and_open_archive(no_pyproject):
+    report = codeparse.check([CUSTOM_SCRIPT], Policy(fail_on="warning", select=["CP201"]))
+    assert isinstance(report, codeparse.Report)
+    assert report.exit_code == 1 and report.counts == {"error": 0, "warning": 1, "info": 0}
+    assert isinstance(codeparse.open_archive(CUSTOM_SCRIPT), codeparse.Archive)
+
+
+def test_directories_are_walked_and_code_files_checked(capsys, no_pyproject):
+    tree = no_pyproject / "models"
+    (tree / "a" / "b").mkdir(parents=True)
+    (tree / "a" / "b" / "m.pt").write_bytes(CUSTOM_SCRIPT.read_bytes())
+    (tree / "a" / "x.code").write_text((ROOT / "fixtures" / "text" / "custom_model" / "script.code").read_text())
+    (tree / "a" / "notes.txt").write_text("ignored")
+    (tree / "a" / "other.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # a zip without code: skipped
+    code, out, _ = run(capsys, "check", tree, "--format", "jsonl", "--select", "CP201")
+    reports = [InputReport.model_validate_json(l) for l in out.splitlines()]
+    assert [(Path(r.path).name, r.kind) for r in reports] == [("m.pt", "archive"), ("x.code", "code")]
+    assert [len(r.findings) for r in reports] == [1, 1]
+    assert code == 0
+
+
+def test_missing_input_exit_2_and_others_still_checked(capsys, no_pyproject):
+    code, out, err = run(capsys, "check", "/nonexistent.pt", CUSTOM_TRACE, "--format", "jsonl")
+    assert code == 2
+    assert err.strip() == "/nonexistent.pt: CP301 cannot read input: no such file or directory"
+    assert [json.loads(l)["readable"] for l in out.splitlines()] == [False, True]
+
+
+def test_no_progress_bar_when_not_a_terminal(capsys, no_pyproject):
+    code, _, err = run(capsys, "check", CUSTOM_SCRIPT, CUSTOM_TRACE, "--format", "jsonl")
+    assert code == 0 and err == ""
