@@ -370,9 +370,25 @@ def _grammar_files() -> dict[str, Path]:
     return files
 
 
+def _version_key(grammar_id: str) -> tuple:
+    """Sort key of a grammar id, versions compared as numbers (``-v1.10`` after ``-v1.3``)."""
+    family, _, version = grammar_id.rpartition("-v")
+    parts = version.split(".")
+    if not family or not all(p.isdigit() for p in parts):
+        return (grammar_id, ())
+    return (family, tuple(int(p) for p in parts))
+
+
 def available_grammars() -> list[GrammarInfo]:
-    """Every grammar shipped, newest first."""
-    return [load_grammar(gid).info for gid in sorted(_grammar_files(), reverse=True)]
+    """Every grammar shipped, newest first.
+
+    Detection tries them in this order and takes the first whose text features
+    match, so an older grammar's ``[detect]`` may leave to a newer one what that one
+    takes (``torchscript-v1.0`` takes whatever ``-v1.3`` leaves of the text with an
+    ``op_version_set`` header).  Versions compare as numbers, not as strings.
+    """
+    ids = sorted(_grammar_files(), key=_version_key, reverse=True)
+    return [load_grammar(gid).info for gid in ids]
 
 
 def load_grammar(grammar_id: str | None = None) -> Grammar:
