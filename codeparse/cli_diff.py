@@ -1,0 +1,293 @@
+"""The ``diff``, ``capture``, ``ops`` and ``which`` commands (issue 4), and their renderers.
+
+Registered into the ``codeparse`` group by :func:`register`.  Nothing heavy is imported
+at module level (start-up of ``codeparse parse`` must stay small): the diff, operator
+and capture modules are imported inside the commands, torch only by ``capture`` and by
+live operator lookups.  As everywhere in the CLI: results on stdout, findings and errors
+on stderr, one line per error, never a traceback; exit 0 clean, 1 findings, 2 an input
+could not be read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, Optional, TextIO
+
+import click
+
+if TYPE_CHECKING:
+    from .models import DiffReport, OperatorInfo, OperatorUse
+
+__all__ = ["register", "render_diff_table", "render_ops_table", "render_which"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SOURCES = ("auto", "table", "live")
+_EVIDENCE_CAP = 4  # calls listed per cell before "+N more"
+
+
+# -------------------------------------------------------------------- renderers
+
+
+def _console(stream: TextIO, color: Optional[bool]):
+    from rich.console import Console
+
+    return Console(file=stream, force_terminal=color, no_color=(color is False), highlight=False,
+                   soft_wrap=False, width=None)
+
+
+def _calls(calls: list, line_of: str, cap: int = _EVIDENCE_CAP) -> str:
+    items = []
+    for c in calls:
+        where = getattr(c, line_of)
+        items.append(f"{c.call} ({where})" if line_of == "script_line" else
+                     f"{c.call} ({c.script_line}→{c.trace_line})")
+    if len(items) > cap:
+        items = items[:cap] + [f"+{len(items) - cap} more"]
+    return "\n".join(items)
+
+
+def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool] = None) -> None:
+    """The diff for people: ifs, lost calls, unrolled loops, baked constants."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .render import KIND_STYLE
+
+    console = _console(stream, color)
+    head = Text()
+    head.append(f"script {report.script}", style="bold")
+    head.append("  vs  ")
+    head.append(f"trace {report.trace}", style="bold")
+    console.print(head, soft_wrap=True)
+    for m in report.modules:
+        console.print(Text(f"  {m.module}: {m.script_function} ↔ {m.trace_function} "
+                           f"({m.matched} events matched, {len(m.trace_only)} only in the trace)", style="dim"),
+                      soft_wrap=True)
+    table = Table(title="ifs", box=box.SIMPLE_HEAD, show_lines=False, title_justify="left")
+    for col in ("module", "line", "kind", "taken", "condition", "evidence (script→trace line)"):
+        table.add_column(col, overflow="fold")
+    for i in report.ifs:
+        evidence = _calls(i.evidence, "trace_line") or (
+            "missing: " + _calls(i.missing, "script_line") if i.missing else "-")
+        taken = Text(i.taken, style="bold")
+        taken.append(f"\n({i.reason})", style="dim")
+        table.add_row(i.module, str(i.line), Text(i.kind, style=KIND_STYLE.get(i.kind, "")),
+                      taken, i.condition, evidence)
+    console.print(table if report.ifs else Text("no ifs in the script", style="dim"))
+    if report.lost_calls:
+        lost = Table(title="lost calls (the trace never makes them)", box=box.SIMPLE_HEAD, title_justify="left")
+        for col in ("module", "line", "call", "inside"):
+            lost.add_column(col, overflow="fold")
+        for c in report.lost_calls:
+            lost.add_row(c.module, str(c.line), c.call, c.inside or "-")
+        console.print(lost)
+    if report.unrolled_loops:
+        loops = Table(title="loops", box=box.SIMPLE_HEAD, title_justify="left")
+        for col in ("module", "line", "loop", "iterations", "body calls repeated"):
+            loops.add_column(col, overflow="fold")
+        for lp in report.unrolled_loops:
+            its = "kept" if lp.kept else ("?" if lp.iterations is None else str(lp.iterations))
+            loops.add_row(lp.module, str(lp.line), lp.loop, its, ", ".join(c.call for c in lp.evidence) or "-")
+        console.print(loops)
+    if report.baked_constants:
+        baked = Table(title="baked constants", box=box.SIMPLE_HEAD, title_justify="left")
+        for col in ("module", "lines", "operator", "arg", "script", "trace"):
+            baked.add_column(col, overflow="fold")
+        for b in report.baked_constants:
+            baked.add_row(b.module, f"{b.script_line}→{b.trace_line}", b.operator, b.argument, b.script, b.trace)
+        console.print(baked)
+
+
+def render_ops_table(uses: list["OperatorUse"], stream: TextIO, color: Optional[bool] = None,
+                     locations: int = 3) -> None:
+    """One block per operator: name, count, spellings, first places, then its schemas."""
+    from rich.text import Text
+
+    console = _console(stream, color)
+    total = sum(u.count for u in uses)
+    console.print(Text(f"{len(uses)} operators, {total} calls", style="dim"))
+    for u in uses:
+        head = Text()
+        head.append(u.operator, style="bold" if u.known else "bold red")
+        head.append(f"  ×{u.count}  as {', '.join(u.callees)}")
+        console.print(head, soft_wrap=True)
+        where = u.locations[:locations] + ([f"+{len(u.locations) - locations} more"] if len(u.locations) > locations else [])
+        console.print(Text("  at " + ", ".join(where), style="dim"), soft_wrap=True)
+        if not u.known:
+            console.print(Text("  unknown operator: no schema in torch", style="red"), soft_wrap=True)
+        for schema in u.schemas:
+            console.print(Text("  " + schema), soft_wrap=True)
+
+
+def render_which(name: str, operator: str, info: Optional["OperatorInfo"], stream: TextIO) -> None:
+    stream.write(f"{name} → {operator}\n")
+    if info is None:
+        stream.write("  not a registered operator: TorchScript cannot call it\n")
+        return
+    stream.write(f"  TorchScript: {'supported' if info.scriptable else 'not supported'} "
+                 f"(schemas from {'the installed torch' if info.source == 'live' else 'the bundled table'}"
+                 f", torch {info.torch_version})\n")
+    stream.write("  Python: " + ", ".join(info.bindings) + "\n")
+    stream.write(f"  overloads ({len(info.schemas)}):\n")
+    for s in info.schemas:
+        stream.write(f"    {s}\n")
+
+
+# --------------------------------------------------------------------- commands
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    return EXIT_ERROR
+
+
+def _dump(model: Any) -> str:
+    return model.model_dump_json(indent=2)
+
+
+def _diagnostics(diags: list) -> None:
+    from .render import render_diagnostics
+
+    if diags:
+        sys.stderr.write(render_diagnostics(diags))
+
+
+def register(group: click.Group) -> None:
+    """Add ``diff``, ``capture``, ``ops`` and ``which`` to the ``codeparse`` group."""
+
+    @group.command("diff")
+    @click.argument("script")
+    @click.argument("trace")
+    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @click.option("--method", default="forward", show_default=True, help="The method to compare.")
+    @click.option("--color/--no-color", default=None)
+    def diff_command(script: str, trace: str, fmt: str, method: str, color: Optional[bool]) -> int:
+        """Compare the script and the trace of one module: which branch each `if` took in the
+        trace, the submodule calls it lost, the loops it unrolled, the values it baked in.
+
+        SCRIPT and TRACE are .code files, directories of archive code, or archives.
+        """
+        from .api import InputError
+        from .tracediff import diff_paths
+
+        try:
+            report = diff_paths(script, trace, method)
+        except InputError as exc:
+            return _fail(f"{exc.path}: {exc.code} {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - never a traceback
+            return _fail(f"codeparse diff: internal error: {type(exc).__name__}: {exc}".splitlines()[0])
+        if fmt == "json":
+            sys.stdout.write(_dump(report) + "\n")
+        else:
+            render_diff_table(report, sys.stdout, color)
+        _diagnostics(report.diagnostics)
+        return EXIT_FINDINGS if report.diagnostics else EXIT_OK
+
+    @group.command("capture")
+    @click.argument("target", metavar="FILE.py:FACTORY")
+    @click.option("--save", "save_dir", metavar="DIR", default=None,
+                  help="Write script.code, trace.code, script.pt and trace.pt there.")
+    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @click.option("--check-trace/--no-check-trace", default=True, show_default=True)
+    @click.option("--color/--no-color", default=None)
+    def capture_command(target: str, save_dir: Optional[str], fmt: str, check_trace: bool,
+                        color: Optional[bool]) -> int:
+        """Script and trace a live module (needs torch) and compare them.
+
+        FACTORY() in FILE.py returns (module, example_inputs).  Exit 1 when scripting or
+        tracing failed or the trace raised TracerWarnings.
+        """
+        from .api import InputError
+        from .operators import torch_available
+
+        if not torch_available():
+            return _fail("codeparse capture: torch is not installed (pip install torch)")
+        from .capturing import capture, load_factory
+
+        try:
+            module, inputs = load_factory(target)
+            report = capture(module, inputs, save_dir=save_dir, check_trace=check_trace)
+        except InputError as exc:
+            return _fail(f"{exc.path}: {exc.code} {exc.message}")
+        except Exception as exc:  # noqa: BLE001
+            return _fail(f"codeparse capture: {type(exc).__name__}: {exc}".splitlines()[0])
+        if fmt == "json":
+            sys.stdout.write(_dump(report) + "\n")
+        else:
+            out = sys.stdout
+            out.write(f"{report.module}\n")
+            for kind, err in (("script", report.script_error), ("trace", report.trace_error)):
+                if err is not None:
+                    where = f" at {err.file}:{err.line}" if err.file else ""
+                    out.write(f"  {kind} failed{where}: {err.message}\n")
+            for w in report.tracer_warnings:
+                out.write(f"  TracerWarning {w.file}:{w.line}: {w.message}\n")
+            if report.diff is not None:
+                render_diff_table(report.diff, out, color)
+            for path in report.saved:
+                out.write(f"  saved {path}\n")
+        return EXIT_FINDINGS if report.diagnostics else EXIT_OK
+
+    @group.command("ops")
+    @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @click.option("--source", type=click.Choice(SOURCES), default="auto", show_default=True,
+                  help="Schemas from the installed torch (live), the bundled table, or live when torch is installed.")
+    @click.option("--color/--no-color", default=None)
+    def ops_command(paths: tuple[str, ...], fmt: str, source: str, color: Optional[bool]) -> int:
+        """List every operator the code calls, with counts, places and schemas.
+
+        PATH is a .code file, a directory of code, or an archive.  Unknown operators are
+        findings (CP220, exit 1).
+        """
+        from .api import InputError
+        from .tracediff import load_side
+        from .operators import inventory, torch_available
+
+        if source == "live" and not torch_available():
+            return _fail("codeparse ops: --source live needs torch, which is not installed")
+        files = []
+        for path in paths:
+            try:
+                files.extend(u.code_file for u in load_side(path).units)
+            except InputError as exc:
+                return _fail(f"{exc.path}: {exc.code} {exc.message}")
+        try:
+            uses, diags = inventory(files, source)
+        except (OSError, ValueError) as exc:  # the bundled table is missing or damaged
+            return _fail(f"codeparse ops: cannot read the operator table: {exc}".splitlines()[0])
+        if fmt == "json":
+            sys.stdout.write(json.dumps([u.model_dump(mode="json") for u in uses], indent=2) + "\n")
+        else:
+            render_ops_table(uses, sys.stdout, color)
+        _diagnostics(diags)
+        return EXIT_FINDINGS if diags else EXIT_OK
+
+    @group.command("which")
+    @click.argument("name")
+    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @click.option("--source", type=click.Choice(SOURCES), default="auto", show_default=True)
+    def which_command(name: str, fmt: str, source: str) -> int:
+        """Show the operator behind NAME (torch.add, torch._C._nn.linear, aten::add.Tensor):
+        its overload schemas, the Python names that reach it, whether TorchScript supports it."""
+        from .operators import lookup, torch_available
+
+        if source == "live" and not torch_available():
+            return _fail("codeparse which: --source live needs torch, which is not installed")
+        from .grammar import GrammarError
+
+        try:
+            operator, info = lookup(name, source)
+        except (OSError, ValueError, GrammarError) as exc:
+            return _fail(f"codeparse which: cannot read the operator table: {exc}".splitlines()[0])
+        if operator is None:
+            return _fail(f"codeparse which: {name!r} does not name an operator")
+        if fmt == "json":
+            payload = {"name": name, "operator": operator,
+                       "info": info.model_dump(mode="json") if info is not None else None}
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        else:
+            render_which(name, operator, info, sys.stdout)
+        return EXIT_OK if info is not None else EXIT_FINDINGS

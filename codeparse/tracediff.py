@@ -1,0 +1,1068 @@
+"""Script versus trace: which branch the trace froze, what it lost, unrolled and baked in.
+
+A trace records the operators and submodule calls that ran for one example input, in
+the order they ran; the script keeps the program.  So the trace is (nearly) one *path*
+through the script, printed as a flat list.  This module recovers that path.
+
+The model
+---------
+*Events.*  Every call of a function is an event, labelled as a reader names it
+(``self.layer1.forward``, ``aten::conv2d``; :func:`codeparse.render.short_call`; a trace's
+``forward1``, ``forward2``, the names it gives a submodule's second and later calls, read
+as ``forward``), placed
+in evaluation order: a call is evaluated when its arguments are, so calls are ordered
+by the *end* of their span (``(layer1).forward((conv).forward(x, ), )`` runs ``conv``
+first).  The trace of a function is its event list.
+
+*The script is a regular expression over events.*  A block is a sequence; an ``if`` is
+an alternation of its two branches (its condition's calls come before it); a
+``for``/``while`` loop is a repetition of its body (zero or more passes; the header's
+calls come first).  It is built as a small automaton: events are edges, branches and
+loop passes are epsilon edges tagged with the ``if`` and branch or the loop.
+
+*Alignment.*  We look for the path through the automaton and an alignment of its
+events with the trace's events that costs least (a weighted edit distance between
+a regular expression and a string; Myers & Miller 1989).  Matching two events with the
+same label is free (or a trace operator with one it stands for, :data:`TRACE_EQUIVALENTS`:
+``aten::_convolution`` runs under ``aten::conv2d``); weak events, below, never match.  A trace event left unmatched costs :data:`TRACE_EXTRA` (the
+trace is almost a subsequence of the path: only inlined functions add events).  A
+script event left unmatched costs what its absence means (:data:`SCRIPT_MISSING`):
+a submodule call is nearly always kept by the tracer (expensive to drop), an operator
+may be dead code that the trace optimised away (cheap), and the *weak* events are
+cheapest: operators that only compute an ``if``/``while`` test (the trace has no
+``if``, so their value is dead), and operators on Python scalars
+(:data:`SCALAR_OPERATORS`), which a trace never records.  Costs are integers;
+the dynamic program runs column by column over the trace, with a Dijkstra closure over
+the epsilon and skip edges within a column (all costs are non-negative, so loops with
+no cost never spin), in O(n · E log E) for n trace events and E automaton edges.
+
+*Reading the path.*  Each ``if`` the path passes through records the branch it took
+and the trace events matched inside it; each loop records its passes.  Per ``if``:
+
+* ``then``/``else`` with reason ``raises``: the other branch raises (``ops.prim.RaiseException``
+  among its statements), and the trace ran to its end;
+* ``unknown``/``indistinguishable``: both branches have the same non-weak event
+  labels (both empty included), so no trace can tell them apart;
+* ``neither``/``not_run``: the path never reaches the ``if`` (an enclosing branch was
+  not taken, an enclosing loop ran zero times);
+* ``then``/``else`` with reason ``present``: the chosen branch matched trace events
+  (they are the evidence);
+* ``then``/``else`` with reason ``absent``: nothing of the chosen branch is in the
+  trace, but the other branch has calls a trace would show (submodule calls,
+  non-weak operators) and the trace lacks them (they are listed as ``missing``);
+* ``neither``/``no_evidence``: both branches have such calls and the trace has none;
+  ``unknown``/``no_evidence`` when neither has;
+* ``mixed``: different answers in different passes of an enclosing loop;
+* ``kept``: the trace function has an ``if`` with the same resolved condition (the code
+  is scripted inside the trace, as the tutorial's ``WrapRNN`` does); loops likewise.
+
+A *lost call* is a submodule call of the script that the path never matches and
+that appears nowhere in the trace.  An
+*unrolled loop* is a loop whose body the path repeats; its ``iterations`` count the
+passes (null when the body has nothing a trace shows).  A *baked constant* is an
+argument of a matched operator pair that is computed in the script (names, calls) and
+a literal or a ``CONSTANTS.cN`` tensor in the trace.
+
+Compiled functions and self methods the script calls (``__torch__.torch.nn.functional.relu``,
+``(self)._conv_forward``) are inlined into the script's events when the input holds their
+code, as the tracer inlines them; their ``if``s follow the function's own in the report
+(``function`` names the callee, ``path`` its file), each with the runs of every call site.
+
+Submodules: when both inputs carry class code (archives or directories of archive
+code), each submodule call matched between the two texts is followed into the
+receiver's class on each side (found through the declared attribute types), and
+those functions are compared in turn; module paths (``self.layer1.0``) name them.
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Union
+
+from .api import InputError, iter_inputs, parse_text
+from .archive import is_archive_path
+from .expressions import Attr, CallExpr, Const, ExpressionReader, Index, Name, Seq
+from .grammar import load_grammar
+from .models import (
+    BakedConstant,
+    Call,
+    ClassDef,
+    CodeFile,
+    DiffCall,
+    DiffReport,
+    Function,
+    IfDiff,
+    IfStatement,
+    Loop,
+    LostCall,
+    ModuleDiff,
+    UnrolledLoop,
+)
+from .parser import Stmt, parse_statements
+from .render import short_call
+from .source import SourceText
+
+__all__ = [
+    "diff",
+    "diff_paths",
+    "diff_functions",
+    "load_side",
+    "Side",
+    "TRACE_EXTRA",
+    "SCRIPT_MISSING",
+    "SCALAR_OPERATORS",
+    "TRACE_EQUIVALENTS",
+]
+
+# A trace event the script path does not explain (inlined compiled functions, mostly).
+TRACE_EXTRA = 100
+# A script event the trace does not have, by what its absence says.
+SCRIPT_MISSING = {
+    "submodule": 60,  # the tracer keeps module calls: losing one is strong evidence
+    "operator": 10,  # tensor operators are recorded, unless dead code was removed
+    "function": 4,  # compiled functions are inlined into their operators by a trace
+    "self_method": 4,  # self methods too
+    "method": 4,
+    "weak": 2,  # condition-only and scalar operators: never in a trace
+}
+# Operators on Python scalars, lists and strings: a trace never records them.
+SCALAR_OPERATORS = frozenset({
+    "aten::size", "aten::len", "aten::dim", "aten::numel", "aten::__getitem__", "aten::append",
+    "aten::Int", "aten::Bool", "aten::Float", "aten::Complex", "aten::ScalarImplicit", "aten::format",
+    "aten::str", "aten::list", "aten::__is__", "aten::__isnot__", "aten::__not__", "aten::__and__",
+    "aten::__or__", "aten::__contains__", "aten::keys", "aten::values", "aten::items", "aten::warn",
+    "aten::is_scripting", "prim::RaiseException", "prim::dtype", "prim::device", "prim::layout",
+    "prim::requires_grad", "prim::is_cuda", "prim::min", "prim::max", "prim::abs", "aten::__range_length",
+    "aten::__derive_index", "aten::_set_item", "aten::insert", "aten::pop", "aten::extend",
+})
+# Operators whose result is a Python scalar whatever their operands.
+SCALAR_RESULTS = frozenset({
+    "aten::size", "aten::len", "aten::dim", "aten::numel", "aten::Int", "aten::Float", "aten::Bool",
+    "aten::ScalarImplicit", "aten::__is__", "aten::__isnot__", "aten::__not__", "aten::str", "aten::format",
+})
+# Tensor factories: all-scalar operands, tensor result (never weak).
+TENSOR_FACTORIES = frozenset({
+    "aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::rand", "aten::randn", "aten::randint",
+    "aten::arange", "aten::linspace", "aten::eye", "aten::tensor", "aten::scalar_tensor", "aten::as_tensor",
+})
+# Trace operators that stand for other script operators: the tracer records the op that
+# ran underneath (`torch.conv2d` runs `aten::_convolution`).
+TRACE_EQUIVALENTS: dict[str, frozenset] = {
+    "aten::_convolution": frozenset({
+        "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
+        "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
+    }),
+}
+RAISE = "prim::RaiseException"  # how the printer raises; a finished trace never ran it
+_MAX_INLINE_PATH = 64
+_MAX_INLINE = 6  # nesting of compiled functions and self methods inlined into the script's events  # receiver path segments followed when resolving a submodule's class
+_CONSTANT_ATTR = "CONSTANTS"
+_LITERAL_NAMES = frozenset({"True", "False", "None", "inf", "nan"})
+
+
+# ----------------------------------------------------------------------- inputs
+
+
+@dataclass
+class Unit:
+    """One parsed code text and the text its spans index into."""
+
+    code_file: CodeFile
+    text: str
+
+
+@dataclass
+class Side:
+    """One input of the diff: its parsed texts, its classes, its top function."""
+
+    path: str
+    units: list[Unit]
+    classes: dict[str, tuple[ClassDef, Unit]] = field(default_factory=dict)
+    root: Optional[str] = None  # qualified name of the top module class
+    functions: list[tuple[Function, Unit]] = field(default_factory=list)  # top-level defs
+
+    def index(self) -> "Side":
+        for unit in self.units:
+            for cls in unit.code_file.classes:
+                self.classes.setdefault(cls.qualified_name, (cls, unit))
+            for fn in unit.code_file.functions:
+                self.functions.append((fn, unit))
+        self.root = _root_class(self)
+        return self
+
+    def top(self, method: str = "forward") -> Optional[tuple[Function, Unit, Optional[ClassDef]]]:
+        """The function to compare: the root class's ``method``, else a top-level def."""
+        if self.root is not None:
+            cls, unit = self.classes[self.root]
+            for m in cls.methods:
+                if m.name == method:
+                    return m, unit, cls
+        for fn, unit in self.functions:
+            if fn.name == method:
+                return fn, unit, None
+        if self.functions:
+            fn, unit = self.functions[0]
+            return fn, unit, None
+        return None
+
+    def method_of(self, cls: ClassDef, name: str) -> Optional[Function]:
+        for m in cls.methods:
+            if m.name == name:
+                return m
+        return None
+
+    def attribute_class(self, cls: ClassDef, attr: str) -> Optional[ClassDef]:
+        for a in cls.attributes:
+            if a.name == attr and a.type in self.classes:
+                return self.classes[a.type][0]
+        return None
+
+
+def _root_class(side: Side) -> Optional[str]:
+    modules = [name for name, (c, _) in side.classes.items() if c.kind == "module"]
+    referenced = {a.type for c, _ in side.classes.values() for a in c.attributes if a.type}
+    roots = [name for name in modules if name not in referenced]
+    for name in roots:  # a user's model lives in code/__torch__.py
+        if side.classes[name][1].code_file.path.replace("\\", "/").endswith("__torch__.py"):
+            return name
+    return roots[0] if roots else (modules[0] if modules else None)
+
+
+def _decode(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _archive_side(path: str) -> Side:
+    """An archive's code entries, through the archive reader (:mod:`codeparse.archive`):
+    it bounds what it inflates and names the root class from ``data.pkl`` (never unpickled)."""
+    from .archive import archive_code_files, open_archive
+
+    units = [Unit(cf, text) for cf, text in archive_code_files(path)]
+    side = Side(path, units).index()
+    root = open_archive(path).root_class
+    if root in side.classes:
+        side.root = root
+    return side
+
+
+def load_side(path: str) -> Side:
+    """Read one diff input: a ``.code``/``.py`` file, a directory of them, or an archive."""
+    p = Path(path)
+    texts: list[tuple[str, str]] = []
+    if p.is_dir():
+        for f in iter_inputs([path]):
+            texts.append((f, _decode(Path(f).read_bytes())))
+    elif is_archive_path(path):
+        return _archive_side(path)
+    elif p.is_file():
+        data = p.read_bytes()
+        if b"\x00" in data:
+            raise InputError(path, "binary input, not code text or an archive", "CP302")
+        texts = [(path, _decode(data))]
+    else:
+        raise InputError(path, "no such file or directory")
+    return side_from_texts(path, texts)
+
+
+def side_from_texts(path: str, texts: Iterable[tuple[str, str]], owner: Optional[str] = None) -> Side:
+    units = [Unit(parse_text(text, shown, owner=owner), text) for shown, text in texts]
+    return Side(path, units).index()
+
+
+# ------------------------------------------------------------------- event trees
+
+
+@dataclass
+class Event:
+    index: int  # number of the event, unique among a function and the callees inlined into it
+    call: Call
+    label: str
+    weak: bool
+
+    @property
+    def cost(self) -> int:
+        return SCRIPT_MISSING["weak" if self.weak else self.call.kind]
+
+    @property
+    def telling(self) -> bool:
+        """Whether a trace without this event says the script did not run it."""
+        return not self.weak and self.call.kind in ("submodule", "operator")
+
+
+@dataclass
+class IfNode:
+    index: int
+    stmt: IfStatement
+    then: list
+    orelse: list
+
+
+@dataclass
+class LoopNode:
+    index: int
+    loop: Loop
+    body: list
+
+
+Item = Union[Event, IfNode, LoopNode]
+
+
+# A traced submodule called again gets its method recorded again as `forward1`, `forward2`...
+_RETRACED_METHOD = ".forward"
+
+
+def _label(call: Call, trace: bool = False) -> str:
+    label = short_call(call)
+    if trace and call.kind == "submodule":
+        base = label.rstrip("0123456789")
+        if base != label and base.endswith(_RETRACED_METHOD):
+            return base
+    return label
+
+
+def _events_in(items: list) -> Iterable[Event]:
+    for item in items:
+        if isinstance(item, Event):
+            yield item
+        elif isinstance(item, IfNode):
+            yield from _events_in(item.then)
+            yield from _events_in(item.orelse)
+        else:
+            yield from _events_in(item.body)
+
+
+def _condition_only(stmts: list[Stmt], text: str, names) -> set[str]:
+    """Names whose values reach only ``if``/``while`` tests (so a trace drops them)."""
+    uses: dict[str, list[Optional[tuple[str, ...]]]] = {}
+    assigned: set[str] = set()
+
+    def use(span: tuple[int, int], owner: Optional[tuple[str, ...]]) -> None:
+        for m in names.finditer(text, *span):
+            uses.setdefault(m.group(), []).append(owner)
+
+    def walk(block: list[Stmt]) -> None:
+        for s in block:
+            k = s.kind
+            if k == "assign":
+                targets = tuple(names.findall(s.group("targets") or ""))
+                assigned.update(targets)
+                use(s.span_of("value"), targets)
+            elif k in ("if", "elif", "while"):
+                use(s.span_of("test"), ("<test>",))
+            elif k != "def":
+                use((s.start, s.end), None)
+            walk(s.body)
+            if s.orelse:
+                walk(s.orelse)
+
+    walk(stmts)
+    only = {name for name in assigned if uses.get(name)}  # an unused value may be a side effect
+    changed = True
+    while changed:
+        changed = False
+        for name in list(only):
+            for owner in uses.get(name, ()):
+                if owner is None or not (owner == ("<test>",) or all(t in only for t in owner)):
+                    only.discard(name)
+                    changed = True
+                    break
+    return only
+
+
+def _callee_text(node: CallExpr, text: str) -> str:
+    return text[node.func.start:node.func.end]
+
+
+class _Scalars:
+    """Which local names hold Python scalars (int, float, bool, str), by an optimistic fixpoint.
+
+    A name is scalar when every definition is: a literal, a scalar name, a ``range``
+    loop target, a scalar-typed parameter, an operator of :data:`SCALAR_RESULTS`, or an
+    operator (not a tensor factory) whose positional operands are all scalar.  An
+    operator call on scalar names only is then *weak*: a trace never records it.
+    """
+
+    def __init__(self, stmts: list[Stmt], fn: Function, text: str, reader: ExpressionReader, names):
+        from .api import _sem
+
+        self.text, self.reader, self.sem = text, reader, _sem()
+        defs: dict[str, list] = {}
+        for p in fn.signature.params:
+            a = p.annotation
+            scalar = a is not None and "Tensor" not in a and "__torch__" not in a and a != "Any"
+            defs.setdefault(p.name, []).append("scalar" if scalar else None)
+
+        def walk(block: list[Stmt]) -> None:
+            for s in block:
+                k = s.kind
+                if k == "assign":
+                    targets = names.findall(s.group("targets") or "")
+                    value = reader.read(*s.span_of("value"))
+                    if len(targets) == 1:
+                        defs.setdefault(targets[0], []).append(value)
+                    elif isinstance(value, Seq) and value.kind == "tuple" and len(value.items) == len(targets):
+                        for t, v in zip(targets, value.items):
+                            defs.setdefault(t, []).append(v)
+                    else:
+                        for t in targets:
+                            defs.setdefault(t, []).append(None)
+                elif k == "for":
+                    it = s.group("iter") or ""
+                    for t in names.findall(s.group("target") or ""):
+                        defs.setdefault(t, []).append("scalar" if it.startswith("range(") else None)
+                elif k == "with":
+                    for t in names.findall(s.group("target") or "") if "target" in s.match.groupdict() else []:
+                        defs.setdefault(t, []).append(None)
+                walk(s.body)
+                if s.orelse:
+                    walk(s.orelse)
+
+        walk(stmts)
+        self.names = set(defs)
+        changed = True
+        while changed:
+            changed = False
+            for name in list(self.names):
+                if not all(d == "scalar" or (d is not None and d != "scalar" and self.expr(d)) for d in defs[name]):
+                    self.names.discard(name)
+                    changed = True
+
+    def operator(self, node: CallExpr) -> Optional[str]:
+        return self.sem.operator(_callee_text(node, self.text))
+
+    def expr(self, node) -> bool:
+        if isinstance(node, Const):
+            return True
+        if isinstance(node, Name):
+            return node.id in _LITERAL_NAMES or node.id in self.names
+        if isinstance(node, CallExpr):
+            op = self.operator(node)
+            if op is None:
+                return False
+            if op in SCALAR_RESULTS:
+                return True
+            return self.weak_call(node, op)
+        return False
+
+    def weak_call(self, node: CallExpr, op: Optional[str]) -> bool:
+        """An operator on scalar names (and literals) only."""
+        if op is None or op in TENSOR_FACTORIES or not node.args or node.keywords:
+            return False
+        if not any(isinstance(a, (Name, CallExpr)) for a in node.args):
+            return False
+        return all(not isinstance(a, Seq) and self.expr(a) for a in node.args)
+
+
+class FunctionTree:
+    """The event tree of one function: blocks of events, ifs and loops."""
+
+    def __init__(self, fn: Function, unit: Unit, module: str, trace: bool = False,
+                 resolver: Optional[Callable[[Call, Function], Optional[tuple[Function, Unit]]]] = None,
+                 root: Optional["FunctionTree"] = None, stack: tuple[str, ...] = ()):
+        self.fn = fn
+        self.trace = trace
+        self.unit = unit
+        self.module = module
+        self.source = SourceText(unit.text, unit.code_file.path)
+        self.grammar = load_grammar(unit.code_file.grammar)
+        self.resolver = resolver
+        self.root = root or self  # inlined callees share the root's numbering
+        self.stack = stack + (fn.qualified_name,)
+        self.events: list[Event] = []  # this function's own (not inlined) events
+        self.ifs: list[IfNode] = []
+        self.loops: list[LoopNode] = []
+        self._counts = [0, 0, 0] if root is None else root._counts  # events, ifs, loops
+        self.inlined: list[FunctionTree] = []  # on the root: every callee inlined, in order
+        calls = sorted(fn.calls, key=lambda c: (c.span.start, c.span.end))
+        self._calls = calls
+        self._starts = [c.span.start for c in calls]
+        self._if_by_start = {i.span.start: i for i in fn.ifs}
+        self._loop_by_start = {lp.span.start: lp for lp in fn.loops}
+        stmt = self._find_def(parse_statements(self.source, self.grammar).body)
+        self._weak_names: set[str] = set()
+        self._scalars: Optional[_Scalars] = None
+        if stmt is not None:
+            self._weak_names = _condition_only(stmt.body, unit.text, self.grammar.fragments["name_use"])
+            self._scalars = _Scalars(stmt.body, fn, unit.text, ExpressionReader(unit.text, self.grammar),
+                                    self.grammar.fragments["name_use"])
+            self.items = self._block(stmt.body)
+        else:  # the def was not found again: a flat list of its calls
+            self.items = self._simple(list(fn.calls), False)
+
+    def _find_def(self, stmts: list[Stmt]) -> Optional[Stmt]:
+        for s in stmts:
+            if s.kind == "def" and s.start == self.fn.span.start:
+                return s
+            if s.body:
+                found = self._find_def(s.body)
+                if found is not None:
+                    return found
+        return None
+
+    def _calls_between(self, start: int, end: int) -> list[Call]:
+        from bisect import bisect_left
+
+        lo, hi = bisect_left(self._starts, start), bisect_left(self._starts, end)
+        return self._calls[lo:hi]
+
+    def _next(self, which: int) -> int:
+        self._counts[which] += 1
+        return self._counts[which] - 1
+
+    def _event(self, call: Call, weak: bool) -> Event:
+        label = _label(call, self.trace)
+        weak = weak or (call.kind == "operator" and label in SCALAR_OPERATORS)
+        if not weak and call.kind == "operator" and self._scalars is not None:
+            node = self._scalars.reader.read(call.span.start, call.span.end)
+            weak = isinstance(node, CallExpr) and self._scalars.weak_call(node, call.target)
+        event = Event(self._next(0), call, label, weak)
+        self.events.append(event)
+        return event
+
+    def _inline(self, call: Call) -> Optional[list[Item]]:
+        """The callee's items, for a compiled function or self method whose code we have."""
+        if self.resolver is None or call.kind not in ("function", "self_method") or len(self.stack) > _MAX_INLINE:
+            return None
+        found = self.resolver(call, self.fn)
+        if found is None or found[0].qualified_name in self.stack:
+            return None
+        callee = FunctionTree(found[0], found[1], self.module, self.trace, self.resolver, self.root, self.stack)
+        self.root.inlined.append(callee)
+        return callee.items
+
+    def _simple(self, calls: list[Call], weak: bool) -> list[Item]:
+        items: list[Item] = []
+        for c in sorted(calls, key=lambda c: (c.span.end, -c.span.start)):
+            inlined = self._inline(c)
+            items.extend(inlined if inlined is not None else [self._event(c, weak)])
+        return items
+
+    def _block(self, stmts: list[Stmt]) -> list[Item]:
+        items: list[Item] = []
+        for s in stmts:
+            k = s.kind
+            header = self._calls_between(s.start, s.end)
+            if k in ("if", "elif"):
+                items.extend(self._simple(header, True))
+                stmt = self._if_by_start.get(s.start)
+                node = IfNode(self._next(1), stmt, [], [])  # type: ignore[arg-type]
+                self.ifs.append(node)
+                node.then = self._block(s.body)
+                node.orelse = self._block(s.orelse or [])
+                if stmt is not None:
+                    items.append(node)
+            elif k in ("for", "while"):
+                items.extend(self._simple(header, k == "while"))
+                node = LoopNode(self._next(2), self._loop_by_start.get(s.start), [])  # type: ignore[arg-type]
+                self.loops.append(node)
+                node.body = self._block(s.body)
+                items.append(node)
+            elif k == "with":
+                items.extend(self._simple(header, False))
+                items.extend(self._block(s.body))
+            elif k == "assign":
+                targets = self.grammar.fragments["name_use"].findall(s.group("targets") or "")
+                weak = bool(targets) and all(t in self._weak_names for t in targets)
+                items.extend(self._simple(self._calls_between(s.start, s.block_end), weak))
+            elif k == "def":  # a nested def (a closure the printer emits): not run here
+                continue
+            else:
+                items.extend(self._simple(self._calls_between(s.start, s.block_end), False))
+        return items
+
+
+# --------------------------------------------------------------------- automaton
+
+
+@dataclass
+class _Edge:
+    target: int
+    event: Optional[Event]  # None: an epsilon edge
+    tag: Optional[tuple] = None  # ("if", i, branch) / ("join", i) / ("enter", l) / ("iter", l) / ("exit", l)
+
+
+class _Automaton:
+    def __init__(self, items: list[Item]):
+        self.edges: list[list[_Edge]] = [[]]
+        self.start = 0
+        self.final = self._build(items, 0)
+
+    def _new(self) -> int:
+        self.edges.append([])
+        return len(self.edges) - 1
+
+    def _eps(self, a: int, b: int, tag: Optional[tuple] = None) -> None:
+        self.edges[a].append(_Edge(b, None, tag))
+
+    def _build(self, items: list[Item], state: int) -> int:
+        for item in items:
+            if isinstance(item, Event):
+                nxt = self._new()
+                self.edges[state].append(_Edge(nxt, item))
+                state = nxt
+            elif isinstance(item, IfNode):
+                join = self._new()
+                for branch, block in (("then", item.then), ("else", item.orelse)):
+                    entry = self._new()
+                    self._eps(state, entry, ("if", item.index, branch))
+                    self._eps(self._build(block, entry), join, ("join", item.index))
+                state = join
+            else:
+                head, body, out = self._new(), self._new(), self._new()
+                self._eps(state, head, ("enter", item.index))
+                self._eps(head, body, ("iter", item.index))
+                self._eps(self._build(item.body, body), head)
+                self._eps(head, out, ("exit", item.index))
+                state = out
+        return state
+
+
+@dataclass
+class _Step:
+    edge: Optional[_Edge]  # None for a trace event left unmatched
+    trace: Optional[int]  # the trace event consumed (matched or unmatched)
+
+
+def _align(auto: _Automaton, trace: list[str]) -> tuple[int, list[_Step]]:
+    """The cheapest path and alignment; returns its cost and its steps in order."""
+    inf = float("inf")
+    n_states = len(auto.edges)
+    columns_back: list[list[Optional[tuple]]] = []
+    prev: list[float] = []
+    for i in range(len(trace) + 1):
+        cost = [inf] * n_states
+        back: list[Optional[tuple]] = [None] * n_states
+        if i == 0:
+            cost[auto.start] = 0
+        else:
+            label = trace[i - 1]
+            same = TRACE_EQUIVALENTS.get(label, frozenset()) | {label}
+            for s in range(n_states):
+                c = prev[s]
+                if c == inf:
+                    continue
+                if c + TRACE_EXTRA < cost[s]:
+                    cost[s], back[s] = c + TRACE_EXTRA, ("extra", s, None)
+                for e in auto.edges[s]:
+                    if e.event is not None and not e.event.weak and e.event.label in same and c < cost[e.target]:
+                        cost[e.target], back[e.target] = c, ("match", s, e)
+        heap = [(c, s) for s, c in enumerate(cost) if c != inf]
+        heapq.heapify(heap)
+        while heap:
+            c, s = heapq.heappop(heap)
+            if c > cost[s]:
+                continue
+            for e in auto.edges[s]:
+                nc = c + (0 if e.event is None else e.event.cost)
+                if nc < cost[e.target]:
+                    cost[e.target], back[e.target] = nc, ("skip" if e.event else "eps", s, e)
+                    heapq.heappush(heap, (nc, e.target))
+        columns_back.append(back)
+        prev = cost
+    total = prev[auto.final]
+    steps: list[_Step] = []
+    i, s = len(trace), auto.final
+    while not (i == 0 and s == auto.start):
+        how, src, edge = columns_back[i][s]
+        if how == "extra":
+            steps.append(_Step(None, i - 1))
+            i -= 1
+        elif how == "match":
+            steps.append(_Step(edge, i - 1))
+            i -= 1
+        else:
+            steps.append(_Step(edge, None))
+        s = src
+    steps.reverse()
+    return int(total), steps
+
+
+# ------------------------------------------------------------------------ report
+
+
+@dataclass
+class _Exec:
+    branch: str
+    matched: list[tuple[Event, int]] = field(default_factory=list)
+
+
+@dataclass
+class _LoopExec:
+    passes: int = 0
+    matched: list[tuple[Event, int]] = field(default_factory=list)
+
+
+@dataclass
+class FunctionDiff:
+    """Everything found comparing one script function with one trace function."""
+
+    module: ModuleDiff
+    ifs: list[IfDiff]
+    lost_calls: list[LostCall]
+    unrolled_loops: list[UnrolledLoop]
+    baked_constants: list[BakedConstant]
+    matched: list[tuple[Event, Call]]
+
+
+def _dcall(event: Event, trace_call: Optional[Call]) -> DiffCall:
+    return DiffCall(
+        call=event.label, kind=event.call.kind, script_line=event.call.span.line,
+        trace_line=trace_call.span.line if trace_call is not None else None,
+    )
+
+
+def _telling_labels(items: list) -> list[str]:
+    return [e.label for e in _events_in(items) if not e.weak]
+
+
+def _is_literal(node) -> bool:
+    if isinstance(node, Const):
+        return True
+    if isinstance(node, Name):
+        return node.id in _LITERAL_NAMES
+    if isinstance(node, Seq):
+        return all(_is_literal(x) for x in node.items)
+    return False
+
+
+def _is_tensor_constant(node) -> bool:
+    return isinstance(node, Attr) and isinstance(node.value, Name) and node.value.id == _CONSTANT_ATTR
+
+
+def _computed(node) -> bool:
+    if isinstance(node, (Name,)):
+        return node.id not in _LITERAL_NAMES
+    if isinstance(node, (CallExpr, Attr, Index)):
+        return True
+    if isinstance(node, Seq):
+        return any(_computed(x) for x in node.items)
+    return False
+
+
+def _call_tree(tree: FunctionTree, call: Call):
+    reader = ExpressionReader(tree.unit.text, tree.grammar)
+    node = reader.read(call.span.start, call.span.end)
+    return node if isinstance(node, CallExpr) else None
+
+
+def _baked(s_tree: FunctionTree, t_tree: FunctionTree, pairs: list[tuple[Event, Call]]) -> list[BakedConstant]:
+    out: list[BakedConstant] = []
+    s_text, t_text = s_tree.unit.text, t_tree.unit.text
+    for event, t_call in pairs:
+        if event.call.kind != "operator" or t_call.kind != "operator":
+            continue
+        s_node, t_node = _call_tree(s_tree, event.call), _call_tree(t_tree, t_call)
+        if s_node is None or t_node is None:
+            continue
+        args = [(str(k), a, b) for k, (a, b) in enumerate(zip(s_node.args, t_node.args))]
+        t_kw = dict(t_node.keywords)
+        args += [(k, v, t_kw[k]) for k, v in s_node.keywords if k in t_kw]
+        for key, s_arg, t_arg in args:
+            if not _computed(s_arg):
+                continue
+            if _is_literal(t_arg):
+                kind = "literal"
+            elif _is_tensor_constant(t_arg):
+                kind = "tensor_constant"
+            else:
+                continue
+            out.append(BakedConstant(
+                module=s_tree.module, function=s_tree.fn.qualified_name, path=s_tree.unit.code_file.path,
+                operator=event.label, argument=key, script=s_text[s_arg.start:s_arg.end],
+                trace=t_text[t_arg.start:t_arg.end], kind=kind,
+                script_line=event.call.span.line, trace_line=t_call.span.line,
+            ))
+    return out
+
+
+def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit) -> FunctionDiff:
+    """Align one script function with one trace function and read the path."""
+    t_tree = FunctionTree(t_fn, t_unit, s_tree.module, trace=True)
+    t_events = [e for e in _flat(t_tree.items)]
+    auto = _Automaton(s_tree.items)
+    cost, steps = _align(auto, [e.label for e in t_events])
+
+    if_execs: dict[int, list[_Exec]] = {}
+    loop_execs: dict[int, list[_LoopExec]] = {}
+    open_ifs: list[tuple[int, _Exec]] = []
+    open_loops: list[tuple[int, _LoopExec]] = []
+    matched: list[tuple[Event, Call]] = []
+    matched_ids: set[int] = set()
+    trace_only: list[DiffCall] = []
+    for step in steps:
+        edge = step.edge
+        if edge is None:
+            t = t_events[step.trace]
+            trace_only.append(DiffCall(call=t.label, kind=t.call.kind, trace_line=t.call.span.line))
+            continue
+        if edge.event is not None:
+            if step.trace is None:
+                continue
+            pair = (edge.event, step.trace)
+            matched.append((edge.event, t_events[step.trace].call))
+            matched_ids.add(edge.event.index)
+            for _, ex in open_ifs:
+                ex.matched.append(pair)
+            for _, lx in open_loops:
+                lx.matched.append(pair)
+            continue
+        tag = edge.tag
+        if tag is None:
+            continue
+        if tag[0] == "if":
+            ex = _Exec(tag[2])
+            if_execs.setdefault(tag[1], []).append(ex)
+            open_ifs.append((tag[1], ex))
+        elif tag[0] == "join":
+            open_ifs.pop()
+        elif tag[0] == "enter":
+            lx = _LoopExec()
+            loop_execs.setdefault(tag[1], []).append(lx)
+            open_loops.append((tag[1], lx))
+        elif tag[0] == "iter":
+            open_loops[-1][1].passes += 1
+        elif tag[0] == "exit":
+            open_loops.pop()
+
+    def tcall(index: int) -> Call:
+        return t_events[index].call
+
+    fn_name, path = s_tree.fn.qualified_name, s_tree.unit.code_file.path
+    kept_ifs = _kept(
+        [(n.index, n.stmt.condition.resolved) for n in s_tree.ifs if n.stmt is not None],
+        [n.stmt.condition.resolved for n in t_tree.ifs if n.stmt is not None],
+    )
+    kept_loops = _kept(
+        [(n.index, n.loop.iter) for n in s_tree.loops if n.loop is not None],
+        [n.loop.iter for n in t_tree.loops if n.loop is not None],
+    )
+    trace_labels = {e.label for e in t_events}
+    ifs: list[IfDiff] = []
+    for node in s_tree.ifs:
+        if node.stmt is not None:
+            ifs.append(_if_diff(node, if_execs.get(node.index, []), s_tree, fn_name, path, tcall,
+                                node.index in kept_ifs))
+    # ifs of inlined callees: one entry per callee `if`, its runs gathered over every call site
+    sites: dict[tuple[str, int], list[tuple[FunctionTree, IfNode]]] = {}
+    for callee in s_tree.inlined:
+        for node in callee.ifs:
+            if node.stmt is not None:
+                sites.setdefault((callee.fn.qualified_name, node.stmt.span.start), []).append((callee, node))
+    for group in sites.values():
+        callee, node = group[0]
+        runs = [ex for _, n in group for ex in if_execs.get(n.index, [])]
+        ifs.append(_if_diff(node, runs, callee, callee.fn.qualified_name, callee.unit.code_file.path, tcall))
+    inside: dict[int, str] = {}  # innermost if wins: deepest last
+    for node in sorted((n for n in s_tree.ifs if n.stmt is not None), key=lambda n: n.stmt.depth):
+        for branch, block in (("then", node.then), ("else", node.orelse)):
+            for e in _events_in(block):
+                inside[e.index] = f"{branch} of if at line {node.stmt.span.line}"
+
+    lost = [
+        LostCall(module=s_tree.module, function=fn_name, path=path, call=e.label, receiver=e.call.receiver,
+                 method=e.call.method, line=e.call.span.line, inside=inside.get(e.index))
+        for e in s_tree.events
+        if e.call.kind == "submodule" and e.index not in matched_ids and e.label not in trace_labels
+    ]
+    loops: list[UnrolledLoop] = []
+    for node in s_tree.loops:
+        if node.loop is None:
+            continue
+        execs = loop_execs.get(node.index, [])
+        body_telling = any(e.telling for e in _events_in(node.body))
+        passes = [lx.passes for lx in execs]
+        any_match = any(lx.matched for lx in execs)
+        kept = node.index in kept_loops
+        iterations = sum(passes) if (any_match or body_telling) and not kept else None
+        first = execs[0].matched if execs else []
+        per_pass = len(first) // max(passes[0], 1) if passes and passes[0] else 0
+        loops.append(UnrolledLoop(
+            module=s_tree.module, function=fn_name, path=path, line=node.loop.span.line,
+            loop=s_tree.unit.text[node.loop.span.start:node.loop.span.end].rstrip(":"),
+            kind=node.loop.kind, iterations=iterations, executions=passes,
+            evidence=[] if kept else [_dcall(e, tcall(t)) for e, t in first[:per_pass]], kept=kept,
+        ))
+    baked = _baked(s_tree, t_tree, matched)
+    module = ModuleDiff(
+        module=s_tree.module, script_function=fn_name, trace_function=t_fn.qualified_name,
+        script_path=path, trace_path=t_unit.code_file.path, cost=cost, matched=len(matched),
+        trace_only=trace_only,
+    )
+    return FunctionDiff(module, ifs, lost, loops, baked, matched)
+
+
+def _kept(script: list[tuple[int, str]], trace: list[str]) -> set[int]:
+    """Script ifs (loops) that the trace keeps: same resolved condition (iteration), in order."""
+    kept, pos = set(), 0
+    for index, text in script:
+        try:
+            found = trace.index(text, pos)
+        except ValueError:
+            continue
+        kept.add(index)
+        pos = found + 1
+    return kept
+
+
+def _flat(items: list) -> list[Event]:
+    """The trace's events in order (a trace rarely has control flow; if it does, in text order)."""
+    return sorted(_events_in(items), key=lambda e: (e.call.span.end, -e.call.span.start))
+
+
+def _classify(node: IfNode, ex: _Exec) -> tuple[str, str]:
+    if ex.matched:
+        return ex.branch, "present"
+    chosen = node.then if ex.branch == "then" else node.orelse
+    other = node.orelse if ex.branch == "then" else node.then
+    a_chosen = any(e.telling for e in _events_in(chosen))
+    a_other = any(e.telling for e in _events_in(other))
+    if a_other and not a_chosen:
+        return ex.branch, "absent"
+    if a_other and a_chosen:
+        return "neither", "no_evidence"
+    if a_chosen:
+        return ("else" if ex.branch == "then" else "then"), "absent"
+    return "unknown", "no_evidence"
+
+
+def _raises(block: list) -> bool:
+    """Whether a branch raises unconditionally (a raise among its direct statements)."""
+    return any(isinstance(item, Event) and item.label == RAISE for item in block)
+
+
+def _if_diff(node: IfNode, execs: list[_Exec], tree: FunctionTree, fn_name: str, path: str, tcall,
+             kept: bool = False) -> IfDiff:
+    stmt = node.stmt
+    base = dict(
+        module=tree.module, function=fn_name, path=path, line=stmt.span.line, depth=stmt.depth,
+        condition=stmt.condition.text, kind=stmt.condition.kind,
+        executions=[ex.branch for ex in execs],
+    )
+    if kept:
+        return IfDiff(taken="kept", reason="kept", evidence=[], **{**base, "executions": []})
+    raising = [b for b, block in (("then", node.then), ("else", node.orelse)) if _raises(block)]
+    if len(raising) == 1 and execs:  # the trace finished, so the raising branch did not run
+        taken = "else" if raising[0] == "then" else "then"
+        evidence = [_dcall(e, tcall(t)) for ex in execs for e, t in ex.matched]
+        return IfDiff(taken=taken, reason="raises", evidence=evidence, **{**base, "executions": [taken] * len(execs)})
+    if _telling_labels(node.then) == _telling_labels(node.orelse):
+        return IfDiff(taken="unknown", reason="indistinguishable", evidence=[], **{**base, "executions": []})
+    if not execs:
+        missing = [_dcall(e, None) for e in _events_in(node.then + node.orelse) if e.telling]
+        return IfDiff(taken="neither", reason="not_run", evidence=[], missing=missing, **base)
+    results = [_classify(node, ex) for ex in execs]
+    takens = {r[0] for r in results}
+    if len(takens) == 1:
+        taken, reason = results[0]
+    else:
+        taken, reason = "mixed", "mixed"
+    evidence = [_dcall(e, tcall(t)) for ex in execs for e, t in ex.matched]
+    branches = {"then": node.then, "else": node.orelse}
+    not_taken = [b for b in ("then", "else") if b not in takens]
+    missing = [
+        _dcall(e, None) for b in not_taken for e in _events_in(branches[b]) if e.telling
+    ] if taken in ("then", "else") else []
+    return IfDiff(taken=taken, reason=reason, evidence=evidence, missing=missing, **base)
+
+
+# --------------------------------------------------------------------- recursion
+
+
+def _resolve(side: Side, cls: ClassDef, receiver: str) -> Optional[ClassDef]:
+    parts = receiver.split(".")
+    if not parts or parts[0] != "self":
+        return None
+    current: Optional[ClassDef] = cls
+    for attr in parts[1:_MAX_INLINE_PATH]:
+        if current is None:
+            return None
+        current = side.attribute_class(current, attr)
+    return current
+
+
+def _resolver(side: Side, cls: Optional[ClassDef]):
+    """Finds the code of a compiled function or self method called from ``cls``'s methods."""
+    functions = {fn.qualified_name: (fn, unit) for fn, unit in side.functions}
+    by_name = {fn.name: (fn, unit) for fn, unit in side.functions}
+
+    def resolve(call: Call, caller: Function) -> Optional[tuple[Function, Unit]]:
+        if call.kind == "function" and call.target:
+            return functions.get(call.target)
+        if call.kind == "self_method" and call.method:
+            if cls is not None:
+                method = side.method_of(cls, call.method)
+                return (method, side.classes[cls.qualified_name][1]) if method is not None else None
+            return by_name.get(call.method)  # method texts side by side (script.<method>.code)
+        return None
+
+    return resolve
+
+
+def _join(module: str, receiver: str) -> str:
+    return module + receiver[len("self"):]
+
+
+def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "os.PathLike[str]"],
+         method: str = "forward", recurse: bool = True) -> DiffReport:
+    """Compare the script and the trace of the same module (see the module docstring).
+
+    Each side is a :class:`Side` or a path (``.code`` file, directory of code, archive).
+    Inputs that cannot be read raise :class:`codeparse.InputError`.
+    """
+    if not isinstance(script, Side):
+        script = load_side(os.fspath(script))
+    if not isinstance(trace, Side):
+        trace = load_side(os.fspath(trace))
+    s_top, t_top = script.top(method), trace.top(method)
+    if s_top is None:
+        raise InputError(script.path, f"no function {method!r} (or any function) in the script input")
+    if t_top is None:
+        raise InputError(trace.path, f"no function {method!r} (or any function) in the trace input")
+    results: list[FunctionDiff] = []
+    queue = [("self", s_top, t_top)]
+    seen: set[tuple[str, str]] = set()
+    while queue:
+        module, (s_fn, s_unit, s_cls), (t_fn, t_unit, t_cls) = queue.pop(0)
+        if (module, s_fn.name) in seen:
+            continue
+        seen.add((module, s_fn.name))
+        tree = FunctionTree(s_fn, s_unit, module, resolver=_resolver(script, s_cls))
+        result = diff_functions(tree, t_fn, t_unit)
+        results.append(result)
+        if not recurse or s_cls is None or t_cls is None:
+            continue
+        for event, t_call in result.matched:
+            call = event.call
+            if call.kind != "submodule" or not call.receiver or not call.method:
+                continue
+            s_sub = _resolve(script, s_cls, call.receiver)
+            t_sub = _resolve(trace, t_cls, t_call.receiver or call.receiver)
+            if s_sub is None or t_sub is None:
+                continue
+            s_m, t_m = script.method_of(s_sub, call.method), trace.method_of(t_sub, t_call.method or call.method)
+            if s_m is None or t_m is None:
+                continue
+            queue.append((
+                _join(module, call.receiver),
+                (s_m, script.classes[s_sub.qualified_name][1], s_sub),
+                (t_m, trace.classes[t_sub.qualified_name][1], t_sub),
+            ))
+    return DiffReport(
+        script=script.path, trace=trace.path,
+        ifs=[i for r in results for i in r.ifs],
+        lost_calls=[c for r in results for c in r.lost_calls],
+        unrolled_loops=[lp for r in results for lp in r.unrolled_loops],
+        baked_constants=[b for r in results for b in r.baked_constants],
+        modules=[r.module for r in results],
+        diagnostics=[d for side in (script, trace) for u in side.units for d in u.code_file.diagnostics],
+    )
+
+
+def diff_paths(script_path: str, trace_path: str, method: str = "forward") -> DiffReport:
+    """:func:`diff` of two inputs given by path (``.code`` files, directories, archives)."""
+    return diff(load_side(script_path), load_side(trace_path), method)

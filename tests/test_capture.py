@@ -1,0 +1,110 @@
+"""`codeparse capture`: script and trace a live module, then diff (needs torch)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.torch
+torch = pytest.importorskip("torch")
+
+from codeparse.capturing import capture, load_factory  # noqa: E402
+from codeparse.cli import main  # noqa: E402
+from codeparse.tracediff import diff_paths  # noqa: E402
+
+MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models.py"
+MODEL_LINES = MODELS.read_text(encoding="utf-8").splitlines()
+
+
+def line_of(text: str, after: int = 0) -> int:
+    """1-based line of the first model source line containing ``text`` (after line ``after``)."""
+    for number, line in enumerate(MODEL_LINES, 1):
+        if number > after and text in line:
+            return number
+    raise AssertionError(text)
+
+
+@pytest.fixture(scope="module")
+def custom_model_cli(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("capture")
+    return out_dir
+
+
+def test_capture_custom_model_cli_reports_branches_warning_and_saves(custom_model_cli, capsys):
+    save = custom_model_cli / "saved"
+    status = main(["capture", f"{MODELS}:_custom_model", "--save", str(save), "--format", "json"])
+    assert status == 1  # the TracerWarning is a finding
+    data = json.loads(capsys.readouterr().out)
+    ifs = [(i["module"], i["kind"], i["taken"]) for i in data["diff"]["ifs"] if i["module"] == "self"]
+    assert ifs == [("self", "tensor_value", "else"), ("self", "attribute", "then"), ("self", "attribute", "then")]
+    warning_line = line_of("if x[0][0][0][0] % 2 == 0:")
+    warnings = [(Path(w["file"]).name, w["line"]) for w in data["tracer_warnings"]]
+    assert ("models.py", warning_line) in warnings
+    assert data["tracer_warnings"][0]["message"].startswith("Converting a tensor to a Python boolean")
+    assert sorted(p.name for p in save.iterdir()) == ["script.code", "script.pt", "trace.code", "trace.pt"]
+    assert (save / "trace.code").read_text(encoding="utf-8") == data["trace_code"]
+    # the saved archives give the same answer offline
+    again = diff_paths(str(save / "script.pt"), str(save / "trace.pt"))
+    assert [(i.module, i.taken) for i in again.ifs] == [(i["module"], i["taken"]) for i in data["diff"]["ifs"]]
+    assert [c.call for c in again.lost_calls] == [
+        "self.custom_layer.forward", "self.custom_layer2.forward", "self.condition_func2.forward"]
+
+
+def test_capture_table_output(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["capture", f"{MODELS}:_known_rnn_loop", "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "models.MyRNNLoop"
+    assert "for i in range(torch.size(xs, 0))" in out and "kept" in out
+
+
+def test_script_error_keeps_message_and_location():
+    module, inputs = load_factory(f"{MODELS}:_known_rnn_loop")  # registers fixtures/models.py as `models`
+    import models  # noqa: F401  (the module load_factory registered)
+
+    report = capture(models.Closure(), (torch.randn(2, 3),))
+    err = report.script_error
+    assert err is not None and report.diff is None
+    assert err.message == "UnsupportedNodeError: function definitions aren't supported:"
+    assert Path(err.file).name == "models.py"
+    assert err.line == line_of("def double(t: Tensor) -> Tensor:", after=line_of("class Closure"))  # the nested def
+    assert report.trace_code is not None  # tracing still works
+    assert [d.code for d in report.diagnostics] == ["CP221"]
+
+
+def test_mixed_tutorial_models_capture():
+    module, inputs = load_factory(f"{MODELS}:_known_wrap_rnn")
+    report = capture(module, inputs)
+    assert report.script_error is None and report.trace_error is None
+    d = report.diff
+    assert [(lp.module, lp.kept) for lp in d.unrolled_loops] == [("self.loop", True)]
+    assert [(i.module, i.taken) for i in d.ifs] == [("self.loop.cell.dg", "kept")]
+    module, inputs = load_factory(f"{MODELS}:_known_rnn_loop")
+    d = capture(module, inputs).diff
+    assert [(lp.module, lp.iterations) for lp in d.unrolled_loops] == [("self", 6)]
+
+
+def test_bad_factory_is_one_line(capsys):
+    assert main(["capture", f"{MODELS}:no_such_factory"]) == 2
+    assert capsys.readouterr().err.strip() == f"{MODELS}:no_such_factory: CP301 {MODELS} has no callable 'no_such_factory'"
+    assert main(["capture", "nofile.py"]) == 2
+    assert capsys.readouterr().err.strip() == "nofile.py: CP301 expected FILE.py:FACTORY"
+
+
+def test_trace_error_and_finding_codes():
+    load_factory(f"{MODELS}:_custom_model")
+    import models
+
+    module, inputs = models.CASES["cond_argument"].factory()  # a str argument: tracing refuses it
+    report = capture(module, inputs)
+    assert report.trace_error.message.startswith("RuntimeError: Type 'Tuple[Tensor, str, int, bool, float")
+    assert report.script_code is not None and report.diff is None
+    assert [d.code for d in report.diagnostics] == ["CP223"]
+    module, inputs = models.CASES["tutorial_decision_gate"].factory()
+    report = capture(module, inputs)
+    assert {d.code for d in report.diagnostics} == {"CP222"}
+    (w,) = [w for w in report.tracer_warnings if Path(w.file).name == "models.py"]
+    assert w.line == line_of("if x.sum() > 0:", after=line_of("class MyDecisionGate"))
+    assert [(i.kind, i.taken) for i in report.diff.ifs] == [("tensor_value", "then" if inputs[0].sum() > 0 else "else")]

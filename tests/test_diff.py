@@ -1,0 +1,202 @@
+"""`codeparse diff`: script versus trace, on texts printed by torch 2.13 (fixtures/).
+
+The known_* cases have answers known by construction (fixtures/diff_expected.json, written
+by hand from fixtures/models.py); every form of input is checked against them: the two
+top-level .code texts, the two archive code directories, the two archives, and mixed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from codeparse.api import InputError
+from codeparse.cli import main
+from codeparse.tracediff import diff_paths, load_side
+from codeparse.models import DiffReport
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+EXPECTED = json.loads((FIXTURES / "diff_expected.json").read_text(encoding="utf-8"))["cases"]
+
+
+def text_pair(case: str) -> tuple[str, str]:
+    return str(FIXTURES / "text" / case / "script.code"), str(FIXTURES / "text" / case / "trace.code")
+
+
+def dir_pair(case: str) -> tuple[str, str]:
+    return str(FIXTURES / "archive_code" / f"{case}.script"), str(FIXTURES / "archive_code" / f"{case}.trace")
+
+
+def archive_pair(case: str) -> tuple[str, str]:
+    return str(FIXTURES / "archives" / f"{case}.script.pt"), str(FIXTURES / "archives" / f"{case}.trace.pt")
+
+
+def ifs_by_module(report: DiffReport) -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = defaultdict(list)
+    for i in report.ifs:
+        out[i.module].append([i.kind, i.taken])
+    return dict(out)
+
+
+def loops_by_module(report: DiffReport) -> dict[str, list]:
+    out: dict[str, list] = defaultdict(list)
+    for lp in report.unrolled_loops:
+        out[lp.module].append("kept" if lp.kept else lp.iterations)
+    return dict(out)
+
+
+def only_top(mapping: dict) -> dict:
+    return {k: v for k, v in mapping.items() if k == "self"}
+
+
+def test_every_known_case_has_generated_fixtures():
+    manifest = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"]
+    assert set(EXPECTED) <= set(manifest)
+    assert len(EXPECTED) == 14
+    for case in EXPECTED:
+        assert manifest[case]["skipped"] is None and manifest[case]["trace"]["error"] is None
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+@pytest.mark.parametrize("form", ["archive_code", "archive"])
+def test_known_answers_with_submodules(case, form):
+    script, trace = (dir_pair if form == "archive_code" else archive_pair)(case)
+    report = diff_paths(script, trace)
+    want = EXPECTED[case]
+    assert ifs_by_module(report) == want["ifs"]
+    assert sorted(c.call for c in report.lost_calls) == sorted(want["lost_calls"])
+    assert all(c.module == "self" for c in report.lost_calls)
+    assert loops_by_module(report) == want["loops"]
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_known_answers_from_top_level_code_texts(case):
+    report = diff_paths(*text_pair(case))
+    want = EXPECTED[case]
+    assert ifs_by_module(report) == only_top(want["ifs"])
+    assert sorted(c.call for c in report.lost_calls) == sorted(want["lost_calls"])
+    assert loops_by_module(report) == {k: v for k, v in only_top(want["loops"]).items()}
+    assert [m.module for m in report.modules] == ["self"]  # a bare method text has no classes to follow
+
+
+def test_custom_model_evidence_and_lines():
+    report = diff_paths(*text_pair("custom_model"))
+    tensor, flag, cond = report.ifs
+    assert (tensor.line, tensor.condition, tensor.kind, tensor.taken, tensor.reason) == (
+        6, "_2", "tensor_value", "else", "absent")
+    assert tensor.evidence == []
+    assert [(m.call, m.script_line, m.trace_line) for m in tensor.missing] == [("self.custom_layer.forward", 8, None)]
+    assert (flag.line, flag.condition, flag.taken) == (12, "torch.eq(branch_testing, True)", "then")
+    assert [(e.call, e.script_line, e.trace_line) for e in flag.evidence] == [("self.custom_layer1.forward", 14, 9)]
+    assert [(e.call, e.script_line, e.trace_line) for e in cond.evidence] == [("self.condition_func1.forward", 29, 11)]
+    assert [(c.call, c.line, c.inside) for c in report.lost_calls] == [
+        ("self.custom_layer.forward", 8, "then of if at line 6"),
+        ("self.custom_layer2.forward", 17, "else of if at line 12"),
+        ("self.condition_func2.forward", 32, "else of if at line 27"),
+    ]
+    assert report.modules[0].matched == 6 and report.modules[0].trace_only == []
+
+
+def test_mixed_inputs_archive_against_code_text():
+    script, _ = archive_pair("custom_model")
+    _, trace = text_pair("custom_model")
+    report = diff_paths(script, trace)
+    assert [(i.module, i.taken) for i in report.ifs] == [("self", "else"), ("self", "then"), ("self", "then")]
+    assert report.ifs[0].path.endswith("custom_model.script.pt!custom_model.script/code/__torch__.py")
+
+
+def test_unrolled_loop_evidence_and_baked_loop_index():
+    report = diff_paths(*text_pair("tutorial_rnn_loop"))
+    (loop,) = report.unrolled_loops
+    assert (loop.line, loop.loop, loop.iterations, loop.executions) == (
+        7, "for i in range(torch.size(xs, 0))", 10, [10])
+    assert [e.call for e in loop.evidence] == ["aten::select", "self.cell.forward"]
+    selects = [b for b in report.baked_constants if b.operator == "aten::select"]
+    assert [(b.argument, b.script, b.trace, b.kind) for b in selects] == [
+        ("2", "i", str(n), "literal") for n in range(10)]
+    assert [b.trace_line for b in selects] == list(range(5, 25, 2))
+
+
+def test_baked_attribute_value_becomes_a_tensor_constant():
+    report = diff_paths(*text_pair("cond_attribute"))
+    assert [(b.operator, b.script, b.trace, b.kind, b.script_line) for b in report.baked_constants] == [
+        ("aten::add", "threshold0", "CONSTANTS.c1", "tensor_constant", 22)]
+
+
+def test_loops_fixture_scalar_work_is_not_matched_against_tensor_ops():
+    """`for k in range(3): squares.append(k * k)` is Python int work: no trace shows it."""
+    report = diff_paths(*text_pair("loops"))
+    assert [(lp.line, lp.iterations) for lp in report.unrolled_loops] == [(7, 3), (18, 3), (27, 0), (45, None)]
+
+
+def test_condition_only_and_scalar_events_are_weak():
+    from codeparse.tracediff import FunctionTree
+
+    side = load_side(text_pair("custom_model")[0])
+    fn, unit, _ = side.top()
+    tree = FunctionTree(fn, unit, "self")
+    weak = [e.label for e in tree.events if e.weak]
+    # the tensor-value condition's selects/remainder/eq/bool and the flag comparisons
+    assert weak == ["aten::select"] * 4 + ["aten::remainder", "aten::eq", "aten::Bool", "aten::eq", "aten::eq"]
+
+
+def test_json_output_has_the_contract_fields():
+    from io import StringIO
+    import contextlib
+
+    out = StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["diff", *text_pair("known_flags_off"), "--format", "json"])
+    assert status == 0
+    data = json.loads(out.getvalue())
+    assert {"ifs", "lost_calls", "unrolled_loops", "baked_constants"} <= set(data)
+    first = data["ifs"][0]
+    assert {"line", "condition", "kind", "taken", "evidence"} <= set(first)
+    assert (first["condition"], first["kind"], first["taken"]) == ("use_norm", "attribute", "else")
+    assert DiffReport.model_validate_json(out.getvalue()).ifs[1].taken == "else"
+
+
+def test_table_output(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    status = main(["diff", *dir_pair("known_cell_gate_else"), "--no-color"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "self.dg" in out and "bool(torch.gt(torch.sum(x), 0))" in out
+    assert "aten::neg (26→23)" in out
+
+
+def test_unreadable_input_is_one_line_and_exit_2(capsys, tmp_path):
+    missing = str(tmp_path / "nope.code")
+    assert main(["diff", missing, text_pair("custom_model")[1]]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"{missing}: CP301 no such file or directory"]
+    with pytest.raises(InputError):
+        diff_paths(missing, missing)
+
+
+def test_diff_never_imports_torch():
+    code = (
+        "import sys; import codeparse; "
+        f"r = codeparse.diff({text_pair('known_range_loop')[0]!r}, {text_pair('known_range_loop')[1]!r}); "
+        f"r2 = codeparse.diff({archive_pair('known_wrap_rnn')[0]!r}, {archive_pair('known_wrap_rnn')[1]!r}); "
+        "assert 'torch' not in sys.modules, 'torch imported'; print(r.unrolled_loops[0].iterations)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "5"
+
+
+def test_package_names_are_lazy_and_callable():
+    code = (
+        "import sys, codeparse.cli; "
+        "assert 'codeparse.tracediff' not in sys.modules and 'codeparse.capturing' not in sys.modules; "
+        "from codeparse.tracediff import diff_paths; import codeparse; "
+        f"r = codeparse.diff({text_pair('known_argument')[0]!r}, {text_pair('known_argument')[1]!r}); "
+        "print([i.taken for i in r.ifs], callable(codeparse.capture))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['then', 'then'] True"

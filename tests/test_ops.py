@@ -1,0 +1,160 @@
+"""`codeparse ops` and `codeparse which`: operators offline (bundled table) and live (torch)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codeparse.cli import main
+from codeparse.tracediff import load_side
+from codeparse.operators import inventory, load_table, lookup, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+TABLE = ROOT / "grammars" / "operators.json.gz"
+ADD_TENSOR = "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+
+
+def all_fixture_files():
+    files = []
+    for d in sorted((FIXTURES / "archive_code").iterdir()):
+        files.extend(u.code_file for u in load_side(str(d)).units)
+    for d in sorted((FIXTURES / "text").iterdir()):
+        for f in sorted(d.glob("*.code")):
+            files.extend(u.code_file for u in load_side(str(f)).units)
+    return files
+
+
+@pytest.fixture(scope="module")
+def fixture_files():
+    return all_fixture_files()
+
+
+@pytest.mark.parametrize("name, operator, overload", [
+    ("torch.conv2d", "aten::conv2d", None),
+    ("ops.prim.RaiseException", "prim::RaiseException", None),
+    ("torch._C._nn.linear", "aten::linear", None),
+    ("torch.add", "aten::add", None),
+    ("torch.Tensor.add", "aten::add", None),
+    ("torch.ops.aten.add.Tensor", "aten::add", "Tensor"),
+    ("aten::add.Scalar", "aten::add", "Scalar"),
+    ("bool", "aten::Bool", None),
+    ("torch.linalg.norm", "aten::linalg_norm", None),
+    ("something", None, None),
+])
+def test_names_resolve_to_operators(name, operator, overload):
+    assert resolve(name) == (operator, overload)
+
+
+def test_table_is_small_and_complete():
+    size = TABLE.stat().st_size
+    assert 20_000 < size < 100_000, size
+    data = load_table()
+    assert data["torch_version"].startswith("2.13.0")
+    assert len(data["operators"]) == 2276
+    assert sum(len(v[0]) for v in data["operators"].values()) == 4374
+    with gzip.open(TABLE) as f:
+        assert json.loads(f.read())["format"] == 1
+
+
+def test_which_offline_prints_schemas_and_binding(capsys):
+    assert main(["which", "torch.add", "--source", "table"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "torch.add → aten::add"
+    assert out[1].startswith("  TorchScript: supported (schemas from the bundled table, torch 2.13.0")
+    assert out[2] == "  Python: torch.add, torch._C._VariableFunctions.add, torch.Tensor.add, torch.ops.aten.add"
+    assert out[3] == "  overloads (16):"
+    assert out[4] == "    " + ADD_TENSOR
+
+
+def test_which_one_overload_and_nn_binding(capsys):
+    assert main(["which", "aten::add.Tensor", "--source", "table", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["operator"] == "aten::add" and data["info"]["schemas"] == [ADD_TENSOR]
+    _, info = lookup("torch._C._nn.linear", "table")
+    assert info.schemas[0] == "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"
+    assert info.bindings == ["torch._C._nn.linear", "torch.nn.functional.linear", "torch.ops.aten.linear"]
+
+
+def test_which_unknown(capsys):
+    assert main(["which", "not_an_op", "--source", "table"]) == 2
+    assert capsys.readouterr().err.strip() == "codeparse which: 'not_an_op' does not name an operator"
+    assert main(["which", "torch.no_such_op", "--source", "table"]) == 1
+    assert "not a registered operator" in capsys.readouterr().out
+
+
+def test_ops_inventory_offline_names_every_fixture_operator(fixture_files):
+    uses, diags = inventory(fixture_files, "table")
+    assert len(uses) > 150
+    unknown = [u.operator for u in uses if not u.known]
+    assert unknown == ["codeparse_fixture::twice"]  # the fixture's own custom op (torch.library)
+    assert all(u.schemas for u in uses if u.known)
+    assert [(d.code, d.args["operator"]) for d in diags] == [("CP220", "codeparse_fixture::twice")]
+    conv = next(u for u in uses if u.operator == "aten::conv2d")
+    printed = sum(Path(f.path).read_text(encoding="utf-8").count("torch.conv2d(") for f in fixture_files)
+    assert conv.callees == ["torch.conv2d"] and conv.count == printed > 0
+    linear = next(u for u in uses if u.operator == "aten::linear")
+    assert set(linear.callees) >= {"torch.linear"}
+    raise_ = next(u for u in uses if u.operator == "prim::RaiseException")
+    assert raise_.callees == ["ops.prim.RaiseException"]
+
+
+def test_ops_cli_counts_and_places(capsys):
+    gate = str(FIXTURES / "text" / "tutorial_decision_gate" / "script.code")
+    assert main(["ops", gate, "--source", "table", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(u["operator"], u["count"], u["callees"]) for u in data] == [
+        ("aten::Bool", 1, ["bool"]), ("aten::gt", 1, ["torch.gt"]), ("aten::neg", 1, ["torch.neg"]),
+        ("aten::sum", 1, ["torch.sum"])]
+    assert data[2]["locations"] == [f"{gate}:6:10"]
+    assert "aten::neg(Tensor self) -> Tensor" in data[2]["schemas"]
+
+
+def test_ops_cli_unknown_operator_is_a_finding(capsys):
+    archive = str(FIXTURES / "archives" / "ops_calls.script.pt")
+    assert main(["ops", archive, "--source", "table"]) == 1
+    captured = capsys.readouterr()
+    assert "codeparse_fixture::twice" in captured.out
+    assert "CP220 operator codeparse_fixture::twice (called as ops.codeparse_fixture.twice, 1 times)" in captured.err
+
+
+def test_offline_ops_and_which_never_import_torch():
+    code = (
+        "import sys; from codeparse.cli import main; "
+        f"main(['ops', {str(FIXTURES / 'text' / 'custom_model' / 'script.code')!r}, '--source', 'table']); "
+        "main(['which', 'torch.add', '--source', 'table']); "
+        "assert 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+@pytest.mark.torch
+def test_live_schemas_agree_with_the_table(fixture_files):
+    uses_table, _ = inventory(fixture_files, "table")
+    uses_live, _ = inventory(fixture_files, "live")
+    assert [u.model_dump() for u in uses_live] == [u.model_dump() for u in uses_table]
+    for name in ("torch.add", "torch._C._nn.linear", "aten::add", "ops.prim.RaiseException", "torch.conv2d"):
+        _, live = lookup(name, "live")
+        _, table = lookup(name, "table")
+        assert live.source == "live" and table.source == "table"
+        assert (live.schemas, live.bindings, live.scriptable) == (table.schemas, table.bindings, table.scriptable)
+
+
+@pytest.mark.torch
+def test_which_live(capsys):
+    assert main(["which", "torch.add", "--source", "live"]) == 0
+    out = capsys.readouterr().out
+    assert "schemas from the installed torch" in out and ADD_TENSOR in out
+
+
+@pytest.mark.torch
+def test_table_is_up_to_date_with_installed_torch():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_operator_table.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("up to date: 2276 operators, 4374 schemas")
