@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -35,11 +36,24 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def test_table_output_is_real():
-    block = next(b for b in blocks("console") if b.startswith("$ codeparse parse fixtures/text/custom_model/script.code\n"))
-    shown = block.split("\n", 1)[1].rstrip()
-    actual = run(["parse", "fixtures/text/custom_model/script.code"], COLUMNS="100").stdout
-    assert "\n".join(line.rstrip() for line in actual.rstrip().splitlines()) == shown
+def test_every_shown_codeparse_command_prints_what_is_shown():
+    """Each console block that is one `$ codeparse ...` command is run again here
+    (terminal width 100, paths of this checkout shown as `.`): same output, same exit."""
+    checked = 0
+    for block in blocks("console"):
+        first, _, shown = block.partition("\n")
+        if not first.startswith("$ codeparse ") or any(c in first for c in "|;>#"):
+            continue
+        lines = shown.rstrip().splitlines()
+        expected_exit = 0
+        if lines and lines[-1].startswith("[exit "):
+            expected_exit = int(lines.pop()[6:-1])
+        result = run(shlex.split(first[len("$ codeparse "):]), COLUMNS="100")
+        actual = (result.stdout + result.stderr).replace(str(ROOT), ".").rstrip()
+        assert "\n".join(line.rstrip() for line in actual.splitlines()) == "\n".join(lines), first
+        assert result.returncode == expected_exit, first
+        checked += 1
+    assert checked >= 5
 
 
 def test_bad_input_output_is_real(tmp_path):
