@@ -33,7 +33,8 @@ ClassKind = Literal["module", "class", "namedtuple", "enum", "interface"]
 class Node(BaseModel):
     """Base of every public model: immutable, and strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Validators are built on first use: a run pays only for the models it produces.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Span(Node):
