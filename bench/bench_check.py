@@ -56,17 +56,18 @@ profiles of this run's inputs:
   codeparse nothing (never read), so the race is code text against code text.
 * codeparse's time is the core parser: about 75 % of `check` is `parse_text`
   (lexing, regex grammar, extraction, inference, pydantic), which reads about
-  0.5 MB/s end to end (see bench/results.md: 0.23× `ast.parse`, against its own 3× target).
-  A fresh process also pays about 0.15 s of imports (pydantic models) and about 0.12 s
-  compiling the grammar's regexes on first use, before reading a byte.
+  0.5–0.9 MB/s end to end (see bench/results.md: about 0.25× `ast.parse`, against its own
+  3× target).  A fresh process also pays about 0.1 s of imports (pydantic models) and
+  compiles the grammar rules it uses on first use (the first archive of a process costs
+  about 0.09 s where the next costs 0.015 s), before the parse proper.
 * The archive layer (zip, limits, debug info, cross-file resolution, findings) is the
   other quarter: files are parsed once in reverse stored order with the other classes'
   declarations, and re-parsed only when a class they name is read later (6 of 416 files
   over the fixtures).
 
 What next, in order of gain: (1) the core parser's throughput (the same bottleneck as
-issue 2's benchmark); (2) compile the grammar once per install (or lazily per rule) to cut
-start-up; (3) a content-addressed cache of parsed entries (the `torch/nn/*` files are
+issue 2's benchmark); (2) cache the compiled grammar across processes (rules already
+compile lazily, per rule); (3) a content-addressed cache of parsed entries (the `torch/nn/*` files are
 byte-identical across archives and CI runs) keyed by entry hash, grammar and the
 declarations the file asked for; (4) parse only the files reachable from `forward`.
 `--jobs N` already spreads many archives over N processes."""

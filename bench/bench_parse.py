@@ -88,6 +88,8 @@ def main() -> int:
         ("`codeparse parse custom_model/script.code --format json`", f"{t_start * 1000:.0f} ms"),
         ("**start-up, absolute / over baseline**", f"**{t_start:.3f} s** (target < 0.2 s); {t_start / t_pass:.1f}× `python -c pass`"),
         ("`torch` imported on that path", "yes" if torch_imported else "no"),
+        ("bytecode cache (`PYTHONDONTWRITEBYTECODE`)",
+         "off: every start compiles codeparse's sources" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"),
         ("modules imported on that path", str(modules)),
     ]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
