@@ -28,14 +28,13 @@ import argparse
 import importlib.util
 import os
 import platform
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
+
+from _timing import best_of, median_run  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_WALK = (
@@ -75,24 +74,6 @@ declarations the file asked for; (4) parse only the files reachable from `forwar
 
 def walk(module) -> int:
     return sum(len(s._c._get_method(n).code) for _, s in module.named_modules() for n in s._c._method_names())
-
-
-def best_of(rounds: int, fn) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def median_run(cmd: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def make_large(folder: Path) -> Path:
@@ -139,8 +120,8 @@ def measure(paths: list[Path], runs: int, rounds: int, ops_preamble: str) -> dic
     from codeparse.models import Policy
 
     names = [str(p) for p in paths]
-    cp_proc = median_run([sys.executable, "-m", "codeparse", "check", "--format", "jsonl", *names], runs)
-    torch_proc = median_run([sys.executable, "-c", ops_preamble + TORCH_WALK, *names], runs)
+    cp_proc = median_run([sys.executable, "-m", "codeparse", "check", "--format", "jsonl", *names], runs, ROOT)
+    torch_proc = median_run([sys.executable, "-c", ops_preamble + TORCH_WALK, *names], runs, ROOT)
     policy = Policy(max_entry_bytes=1 << 30, max_total_bytes=1 << 31)
     codeparse.check(names, policy)  # warm: grammar compiled, modules imported
     cp_in = best_of(rounds, lambda: codeparse.check(names, policy))

@@ -17,12 +17,12 @@ import argparse
 import ast
 import os
 import platform
-import statistics
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from _timing import best_of, median_run  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "fixtures" / "text" / "custom_model" / "script.code"
@@ -32,24 +32,6 @@ def corpus() -> list[str]:
     files = sorted((ROOT / "fixtures" / "text").glob("*/*.code"))
     files += sorted((ROOT / "fixtures" / "archive_code").rglob("*.py"))
     return [f.read_text(encoding="utf-8") for f in files]
-
-
-def best_of(rounds: int, fn) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def run_many(cmd: list[str], n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -70,8 +52,8 @@ def main() -> int:
     t_ast = best_of(args.rounds, lambda: [ast.parse(t) for t in texts])
 
     exe = [sys.executable, "-m", "codeparse", "parse", str(SMALL), "--format", "json"]
-    t_pass = run_many([sys.executable, "-c", "pass"], args.runs)
-    t_start = run_many(exe, args.runs)
+    t_pass = median_run([sys.executable, "-c", "pass"], args.runs, ROOT)
+    t_start = median_run(exe, args.runs, ROOT)
     importtime = subprocess.run(
         [sys.executable, "-X", "importtime", *exe[1:]], capture_output=True, text=True, cwd=ROOT
     ).stderr

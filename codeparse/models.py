@@ -60,9 +60,11 @@ class Diagnostic(Node):
     name: str = Field(description="Stable snake_case name of the code, e.g. `unparsed_statement`.")
     severity: Severity = Field(description="`error`, `warning` or `info`.")
     message: str = Field(description="Human-readable message, rendered from the code's template.")
-    path: str = Field(description="The input path as given (`-` for stdin).")
+    path: str = Field(
+        description="The input path as given (`-` for stdin; `archive!entry` for a code entry of an archive)."
+    )
     span: Optional[Span] = Field(
-        default=None, description="Where in the text; null for a finding about a whole file."
+        default=None, description="Where in the text; null for a finding about a whole file or archive."
     )
     args: dict[str, str] = Field(
         default_factory=dict, description="The template's arguments, for machines."
@@ -224,18 +226,9 @@ class SourceLocation(Node):
     line: int = Field(description="1-based line in that file.")
 
 
-class Finding(Node):
+class Finding(Diagnostic):
     """A coded finding of ``check``: a :class:`Diagnostic` plus where the code came from."""
 
-    code: str = Field(description="Stable code such as `CP201`; the table is in codeparse/codes.py.")
-    name: str = Field(description="Stable snake_case name of the code.")
-    severity: Severity = Field(description="`error`, `warning` or `info`.")
-    message: str = Field(description="Human-readable message, rendered from the code's template.")
-    path: str = Field(description="The input as given; `archive!entry` for a code entry of an archive.")
-    span: Optional[Span] = Field(
-        default=None, description="Where in the code text; null for a finding about a whole file or archive."
-    )
-    args: dict[str, str] = Field(default_factory=dict, description="The template's arguments, for machines.")
     origin: Optional[SourceLocation] = Field(
         default=None, description="The original Python source line of `span`, from the archive's debug info."
     )

@@ -25,8 +25,7 @@ MODELS_PY = ROOT / "fixtures" / "models.py"
 
 
 def _need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"fixture {path} not present")
+    assert path.exists(), f"fixture {path} is missing: fixtures are committed (regenerate: python fixtures/generate.py)"
     return path
 
 

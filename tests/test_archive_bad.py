@@ -27,11 +27,20 @@ from codeparse.models import Policy
 ROOT = Path(__file__).resolve().parent.parent
 CUSTOM_SCRIPT = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
 PYTORCH1 = Path("/work/shared/fixtures-legacy/torch-js__torch-js__test_model-7f2acda.pt")
-GOOD_CODE = (b"class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n  training : bool\n"
-             b"  def forward(self: __torch__.M,\n    x: Tensor) -> Tensor:\n"
-             b"    _0 = bool(torch.gt(torch.sum(x), 0))\n    if _0:\n      x0 = torch.neg(x)\n"
-             b"    else:\n      x0 = x\n    return x0\n")
+# Real printer output (torch 2.13): one class with a branch on tensor values (CP201).
+GOOD_CODE = (Path(__file__).resolve().parent.parent / "fixtures" / "archive_code"
+             / "tutorial_decision_gate.script" / "__torch__.py").read_bytes()
 MB = 1 << 20
+
+
+def peak_memory(fn):
+    """``(fn(), peak bytes traced while it ran)``."""
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def raw_zip(entries: list[tuple], zip64: bool = False) -> bytes:
@@ -111,8 +120,7 @@ def test_truncated_zip(tmp_path, capsys):
 
 
 def test_pytorch1_container_is_unsupported(capsys):
-    if not PYTORCH1.exists():
-        pytest.skip("legacy fixtures absent")
+    assert PYTORCH1.exists(), f"legacy fixture {PYTORCH1} is missing"
     code, out, err = run_cli(capsys, "check", PYTORCH1, "--format", "json")
     assert code == 2
     assert "CP306 unsupported format: a pre-zip `PYTORCH1` container" in err
@@ -126,12 +134,7 @@ def test_hundred_thousand_entries_refused_from_the_end_record(tmp_path):
     entries.insert(0, stored("m/code/__torch__.py", GOOD_CODE))
     path = tmp_path / "many.pt"
     path.write_bytes(raw_zip(entries))
-    tracemalloc.start()
-    try:
-        readable, codes = codes_of(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    (readable, codes), peak = peak_memory(lambda: codes_of(path))
     assert (readable, codes) == (False, ["CP308"])
     assert peak < 8 * MB  # the central directory was never parsed
     # Raising the limit reads it (the count is an option).
@@ -146,24 +149,14 @@ def test_zip_bomb_is_never_inflated(tmp_path):
     bomb = zeros_stream(2048)  # inflates to 2 GiB; about 2 MB stored
     assert len(bomb) < 4 * MB
     path = archive_with(tmp_path, [("m/code/__torch__/bomb.py", 8, bomb, 0, 2048 * MB)])
-    tracemalloc.start()
-    try:
-        readable, codes = codes_of(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    (readable, codes), peak = peak_memory(lambda: codes_of(path))
     assert readable and "CP309" in codes and "CP201" in codes  # the rest is still checked
     assert peak < 32 * MB
 
 
 def test_bomb_with_a_lying_size_stops_at_the_declared_size(tmp_path):
     path = archive_with(tmp_path, [("m/code/__torch__/liar.py", 8, zeros_stream(512), 0, 1000)])
-    tracemalloc.start()
-    try:
-        readable, codes = codes_of(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    (readable, codes), peak = peak_memory(lambda: codes_of(path))
     assert readable and "CP313" in codes  # CRC check fails after the declared 1000 bytes
     assert peak < 32 * MB
 
@@ -180,12 +173,7 @@ def test_entry_of_100_mb(tmp_path):
     big = zeros_stream(100)
     path = archive_with(tmp_path, [("m/code/__torch__/big.py", 8, big, 0, 100 * MB),
                                    ("m/data/0", 8, big, 0, 100 * MB)])
-    tracemalloc.start()
-    try:
-        readable, codes = codes_of(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    (readable, codes), peak = peak_memory(lambda: codes_of(path))
     # The code entry is refused by its declared size; the tensor data entry is never opened.
     assert readable and codes.count("CP309") == 1
     assert peak < 32 * MB

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.torch
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402 - a torch-marked test module: torch is installed wherever it runs
 
 from codeparse.capturing import capture, load_factory  # noqa: E402
 from codeparse.cli import main  # noqa: E402

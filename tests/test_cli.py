@@ -28,8 +28,7 @@ CUSTOM_TRACE = TEXT / "custom_model" / "trace.code"
 
 
 def _need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"fixture {path.relative_to(ROOT)} not generated")
+    assert path.exists(), f"fixture {path.relative_to(ROOT)} is missing: run python fixtures/generate.py"
     return path
 
 

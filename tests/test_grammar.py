@@ -79,12 +79,17 @@ def test_no_torchscript_regex_in_python_code():
     assert offenders == []
 
 
-def test_every_statement_pattern_is_linear_on_hostile_lines():
-    """Doubling a pathological line roughly doubles the time of every rule (no backtracking blow-up)."""
+@pytest.mark.parametrize("grammar_id", [g.id for g in available_grammars()])
+def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
+    """Doubling a pathological line roughly doubles the time of every rule of every
+    grammar (no backtracking blow-up)."""
     import time
 
-    g = load_grammar()
-    hostile = ["(" * 2000 + "x", "a." * 4000 + "b", "f(" + "x, " * 4000, '"' + "\\" * 4001, "[1, " * 3000]
+    g = load_grammar(grammar_id)
+    hostile = [
+        "(" * 2000 + "x", "a." * 4000 + "b", "f(" + "x, " * 4000, '"' + "\\" * 4001, "[1, " * 3000,
+        "import " + "a." * 4000, "op_version_set = " + "1" * 8000,
+    ]
     for line in hostile:
         for rule in g.statements:
             times = []
