@@ -364,10 +364,13 @@ def _load(path: Path) -> Grammar:
 
 
 def _grammar_files() -> dict[str, Path]:
-    files = {}
-    for path in sorted(grammar_dir().glob("torchscript-*.toml")):
-        files[path.stem] = path
-    return files
+    return _grammar_files_in(grammar_dir())
+
+
+@functools.cache
+def _grammar_files_in(folder: Path) -> dict[str, Path]:
+    """The grammar files of a folder, read once per process (every parse detects a grammar)."""
+    return {path.stem: path for path in sorted(folder.glob("torchscript-*.toml"))}
 
 
 def _version_key(grammar_id: str) -> tuple:
