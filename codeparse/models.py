@@ -74,20 +74,20 @@ class Diagnostic(Node):
 class Param(Node):
     """One parameter of a ``def`` as printed."""
 
-    name: str
+    name: str = Field(description="Parameter name as printed.")
     annotation: Optional[str] = Field(
         default=None, description="Type as printed (`Tensor`, `Optional[int]`); null when untyped."
     )
     default: Optional[str] = Field(
         default=None, description="Default value as printed (`1.`, `[1, 1]`, `None`); null if none."
     )
-    span: Span
+    span: Span = Field(description="The parameter in the signature (name, annotation and default).")
 
 
 class Signature(Node):
     """A function's parameters (``self`` included) and return annotation."""
 
-    params: list[Param]
+    params: list[Param] = Field(description="Parameters in order, `self` included (its annotation null when untyped).")
     returns: Optional[str] = Field(default=None, description="Return type as printed, if any.")
 
 
@@ -128,7 +128,7 @@ class Call(Node):
         description="Qualified name for functions and operators (`aten::conv2d`, `__torch__.f`).",
     )
     callee: str = Field(description="The callee as printed (`torch.conv2d`, `(layer1).forward`).")
-    span: Span
+    span: Span = Field(description="The whole call, callee through closing parenthesis.")
 
 
 class IfStatement(Node):
@@ -137,7 +137,7 @@ class IfStatement(Node):
     span: Span = Field(description="The `if` header line: `if cond:`.")
     block_span: Span = Field(description="The whole statement: header, then-branch and else-branch.")
     depth: int = Field(description="0 directly in the function body, +1 per enclosing block.")
-    condition: Condition
+    condition: Condition = Field(description="The condition as printed and resolved, with what it depends on.")
     then_calls: list[Call] = Field(description="Every call textually inside the then-branch.")
     else_calls: list[Call] = Field(description="Every call textually inside the else-branch.")
     has_else: bool = Field(description="Whether an `else:` follows (the printer always prints one).")
@@ -146,10 +146,10 @@ class IfStatement(Node):
 class Loop(Node):
     """A ``for`` or ``while`` loop."""
 
-    kind: Literal["for", "while"]
+    kind: Literal["for", "while"] = Field(description="`for` or `while`.")
     target: Optional[str] = Field(default=None, description="`for` target as printed.")
     iter: str = Field(description="What a `for` iterates over, or a `while` condition, as printed.")
-    depth: int
+    depth: int = Field(description="0 directly in the function body, +1 per enclosing block.")
     span: Span = Field(description="The loop header line.")
 
 
@@ -161,47 +161,47 @@ class SelfRef(Node):
     declared_type: Optional[str] = Field(
         default=None, description="Declared type when the class declares it, else null."
     )
-    span: Span
+    span: Span = Field(description="The read: `self.x`, `layer1.conv`, or `getattr(self, \"0\")`.")
 
 
 class Function(Node):
     """A ``def`` (method or free function) with everything extracted from it."""
 
-    name: str
+    name: str = Field(description="The name after `def`.")
     qualified_name: str = Field(
         description="As TorchScript names it: `__torch__.torch.nn.modules.conv.Conv2d.forward`; for bare "
         "method text the name, or `<T>.name` when `self` is annotated with `T`."
     )
-    signature: Signature
+    signature: Signature = Field(description="Parameters and return annotation as printed.")
     ifs: list[IfStatement] = Field(description="All ifs, nested ones too, in textual order.")
-    loops: list[Loop]
-    self_refs: list[SelfRef]
+    loops: list[Loop] = Field(description="All `for`/`while` loops, nested ones too, in textual order.")
+    self_refs: list[SelfRef] = Field(description="Every attribute read rooted at `self`, in textual order.")
     calls: list[Call] = Field(description="Every call in the body, in textual order.")
-    span: Span
+    span: Span = Field(description="From `def` to the end of the body.")
 
 
 class ClassAttribute(Node):
     """A declaration in a class body: `name : Type` or `name : Final[T] = value`."""
 
-    name: str
+    name: str = Field(description="Attribute name (`weight`, or `0` for `__annotations__[\"0\"]`).")
     type: Optional[str] = Field(default=None, description="Declared type as printed.")
     final: bool = Field(default=False, description="Declared `Final[...]`: a compile-time constant.")
     value: Optional[str] = Field(default=None, description="Value as printed, for constants and enum members.")
-    span: Span
+    span: Span = Field(description="The declaration line.")
 
 
 class ClassDef(Node):
     """A class in an archive code file."""
 
-    name: str
+    name: str = Field(description="The class name after `class`.")
     qualified_name: str = Field(description="`__torch__.<path of the file>.<name>`, or the name alone.")
-    kind: ClassKind
+    kind: ClassKind = Field(description="`module`, `class`, `namedtuple`, `enum` or `interface`, from its base.")
     bases: list[str] = Field(default_factory=list, description="Base classes as printed.")
     parameters: list[str] = Field(description="Names listed in `__parameters__`.")
     buffers: list[str] = Field(description="Names listed in `__buffers__`.")
-    attributes: list[ClassAttribute]
-    methods: list[Function]
-    span: Span
+    attributes: list[ClassAttribute] = Field(description="Declared attributes and constants, in order.")
+    methods: list[Function] = Field(description="Its `def`s, in order.")
+    span: Span = Field(description="From `class` to the end of its body.")
 
 
 class CodeFile(Node):
@@ -209,9 +209,9 @@ class CodeFile(Node):
 
     path: str = Field(description="The input path as given; `-` for stdin; `archive!entry` inside an archive.")
     grammar: str = Field(description="Id of the grammar that read the text, e.g. `torchscript-v2`.")
-    classes: list[ClassDef]
+    classes: list[ClassDef] = Field(description="Classes of an archive code file, in order.")
     functions: list[Function] = Field(description="Top-level defs (method text, or free functions).")
-    diagnostics: list[Diagnostic]
+    diagnostics: list[Diagnostic] = Field(description="Problems reading the text (unparsed spans, grammar mismatch), in text order.")
 
 
 # -- archive, findings and report models (issue 3) --
@@ -310,8 +310,8 @@ class InputReport(Node):
 class Report(Node):
     """The result of ``check``: per input, the selected findings and the exit code."""
 
-    inputs: list[InputReport]
-    policy: Policy
+    inputs: list[InputReport] = Field(description="One report per input, in input order.")
+    policy: Policy = Field(description="The policy applied: from pyproject.toml and the command line.")
     counts: dict[str, int] = Field(description="Selected findings per severity.")
     exit_code: int = Field(description="0 clean, 1 findings at or above `policy.fail_on`, 2 an input unreadable.")
 
@@ -328,7 +328,7 @@ class DiffCall(Node):
     """One call or operator, placed in the script text, the trace text, or both."""
 
     call: str = Field(description="As a reader names it: `self.layer1.forward`, `aten::conv2d`.")
-    kind: CallKind
+    kind: CallKind = Field(description="The call kind, as in `Call.kind`.")
     script_line: Optional[int] = Field(default=None, description="1-based line in the script text; null if only traced.")
     trace_line: Optional[int] = Field(default=None, description="1-based line in the trace text; null if the trace lacks it.")
 
@@ -365,12 +365,12 @@ class IfDiff(Node):
 class LostCall(Node):
     """A submodule call of the script that the trace never makes."""
 
-    module: str
-    function: str
-    path: str
+    module: str = Field(description="Module path of the function compared: `self`, `self.layer1`.")
+    function: str = Field(description="Qualified name of the script function holding the call.")
+    path: str = Field(description="The script code file (`archive!entry` in an archive).")
     call: str = Field(description="`self.custom_layer2.forward`.")
-    receiver: Optional[str] = None
-    method: Optional[str] = None
+    receiver: Optional[str] = Field(default=None, description="Path from `self` of the submodule called.")
+    method: Optional[str] = Field(default=None, description="The method called: `forward`.")
     line: int = Field(description="1-based line in the script text.")
     inside: Optional[str] = Field(default=None, description="`then of if at line 13` when inside a branch.")
 
@@ -378,12 +378,12 @@ class LostCall(Node):
 class UnrolledLoop(Node):
     """A script loop and how many times the trace repeated its body."""
 
-    module: str
-    function: str
-    path: str
-    line: int
+    module: str = Field(description="Module path of the function compared: `self`, `self.layer1`.")
+    function: str = Field(description="Qualified name of the script function holding the loop.")
+    path: str = Field(description="The script code file (`archive!entry` in an archive).")
+    line: int = Field(description="1-based line of the loop header in the script text.")
     loop: str = Field(description="The loop header as printed: `for i in range(torch.size(xs, 0))`.")
-    kind: Literal["for", "while"]
+    kind: Literal["for", "while"] = Field(description="`for` or `while`.")
     iterations: Optional[int] = Field(
         description="Body repetitions found in the trace (summed over executions); null when the body "
         "has no call a trace shows."
@@ -396,9 +396,9 @@ class UnrolledLoop(Node):
 class BakedConstant(Node):
     """An operator argument computed in the script that the trace holds as a constant."""
 
-    module: str
-    function: str
-    path: str
+    module: str = Field(description="Module path of the function compared: `self`, `self.layer1`.")
+    function: str = Field(description="Qualified name of the script function holding the call.")
+    path: str = Field(description="The script code file (`archive!entry` in an archive).")
     operator: str = Field(description="`aten::view`.")
     argument: str = Field(description="Position (`1`) or keyword of the argument.")
     script: str = Field(description="The script's expression: `[torch.size(x, 0), -1]`, `i`.")
@@ -406,18 +406,18 @@ class BakedConstant(Node):
     kind: Literal["literal", "tensor_constant"] = Field(
         description="`literal` printed in the text; `tensor_constant` a `CONSTANTS.cN` tensor of the archive."
     )
-    script_line: int
-    trace_line: int
+    script_line: int = Field(description="1-based line of the call in the script text.")
+    trace_line: int = Field(description="1-based line of the matching call in the trace text.")
 
 
 class ModuleDiff(Node):
     """The pair of functions compared for one module path."""
 
-    module: str
-    script_function: str
-    trace_function: str
-    script_path: str
-    trace_path: str
+    module: str = Field(description="Module path: `self`, `self.layer1`.")
+    script_function: str = Field(description="Qualified name of the script function compared.")
+    trace_function: str = Field(description="Qualified name of the trace function compared (`forward1` read as `forward`).")
+    script_path: str = Field(description="The script code file (`archive!entry` in an archive).")
+    trace_path: str = Field(description="The trace code file (`archive!entry` in an archive).")
     cost: int = Field(description="Alignment cost (unmatched events, weighted); 0 is a perfect match.")
     matched: int = Field(description="Events matched between the two texts.")
     trace_only: list[DiffCall] = Field(
@@ -431,11 +431,11 @@ class DiffReport(Node):
     script: str = Field(description="The script input as given.")
     trace: str = Field(description="The trace input as given.")
     ifs: list[IfDiff] = Field(description="Every `if` of the script, nested ones too, module by module in textual order.")
-    lost_calls: list[LostCall]
-    unrolled_loops: list[UnrolledLoop]
-    baked_constants: list[BakedConstant]
+    lost_calls: list[LostCall] = Field(description="Submodule calls of the script that the trace never makes.")
+    unrolled_loops: list[UnrolledLoop] = Field(description="Script loops whose body the trace repeats.")
+    baked_constants: list[BakedConstant] = Field(description="Computed operator arguments that the trace holds as constants.")
     modules: list[ModuleDiff] = Field(default_factory=list, description="The function pairs compared.")
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list, description="Problems reading either input.")
 
 
 class OperatorInfo(Node):
@@ -446,7 +446,7 @@ class OperatorInfo(Node):
     bindings: list[str] = Field(default_factory=list, description="Python names that reach it: `torch.add`, `torch._C._VariableFunctions.add`.")
     scriptable: bool = Field(description="Whether TorchScript can call it (it has a registered JIT schema).")
     source: Literal["live", "table"] = Field(description="`live` from the installed torch, `table` from the bundled table.")
-    torch_version: Optional[str] = None
+    torch_version: Optional[str] = Field(default=None, description="The torch version the schemas come from (live, or the table's generator).")
 
 
 class OperatorUse(Node):
@@ -454,19 +454,19 @@ class OperatorUse(Node):
 
     operator: str = Field(description="`aten::conv2d`, `prim::RaiseException`.")
     callees: list[str] = Field(description="As printed: `torch.conv2d`, `torch._C._nn.linear`.")
-    count: int
+    count: int = Field(description="How many calls.")
     locations: list[str] = Field(description="`path:line:col` of every call.")
     known: bool = Field(description="Whether the operator table (or live torch) knows it.")
-    schemas: list[str] = Field(default_factory=list)
+    schemas: list[str] = Field(default_factory=list, description="Its overload schemas (empty when unknown).")
 
 
 class CaptureWarning(Node):
     """A warning raised while tracing (TracerWarning) or scripting."""
 
     category: str = Field(description="`TracerWarning`.")
-    message: str
-    file: str
-    line: int
+    message: str = Field(description="The warning text.")
+    file: str = Field(description="The model source file the warning points at.")
+    line: int = Field(description="1-based line in that file.")
 
 
 class CaptureError(Node):
@@ -474,8 +474,8 @@ class CaptureError(Node):
 
     message: str = Field(description="First line of the error.")
     detail: str = Field(default="", description="The full error text (TorchScript's source excerpt included).")
-    file: Optional[str] = None
-    line: Optional[int] = None
+    file: Optional[str] = Field(default=None, description="The model source file of the failure, when TorchScript names it.")
+    line: Optional[int] = Field(default=None, description="1-based line in that file, when known.")
 
 
 # Every public model and type alias, computed so that additions above need no edit here.

@@ -101,3 +101,4 @@ def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
                 times.append(time.perf_counter() - start)
             # Generous bound: a quadratic rule would take ~4x; timer noise dominates tiny values.
             assert times[1] < 3.5 * times[0] + 0.01, (rule.name, line[:20], times)
+
