@@ -23,6 +23,7 @@ __all__ = [
     "InputError",
     "parse_text",
     "parse_bytes",
+    "decode_text",
     "parse_file",
     "iter_inputs",
     "detect_grammar",
@@ -101,9 +102,11 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     classes of an archive, so that ``self.layer1.conv`` gets its role and type.
     """
     shown = path if path is not None else "-"
-    g = load_grammar(grammar or detect_grammar(text) or DEFAULT_GRAMMAR)
+    detected = None if grammar else detect_grammar(text)
+    g = load_grammar(grammar or detected or DEFAULT_GRAMMAR)
     diagnostics = list(_extra)
-    if not _features_match(g.id, text[:_DETECT_WINDOW]):
+    # A detected grammar's features matched already; a forced or fallback one may not.
+    if detected is None and not _features_match(g.id, text[:_DETECT_WINDOW]):
         reason = g.info.detect or "its detection rules do not match"
         diagnostics.append(diagnostic("CP303", shown, None, grammar=g.id, reason=reason))
     source = SourceText(text, shown)
@@ -127,6 +130,16 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     })
 
 
+def _without_bom(text: str) -> str:
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def decode_text(data: bytes) -> str:
+    """The text :func:`parse_bytes` parses for ``data`` (its spans index into it):
+    UTF-8 with undecodable bytes replaced, a leading byte-order mark dropped."""
+    return _without_bom(data.decode("utf-8", errors="replace"))
+
+
 def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None) -> CodeFile:
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
     nul = data.find(0)
@@ -140,9 +153,7 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=
         at = len(data[: exc.start].decode("utf-8", errors="replace"))
         source = SourceText(text, path)
         extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return parse_text(text, path, grammar, _extra=extra, types=types)
+    return parse_text(_without_bom(text), path, grammar, _extra=extra, types=types)
 
 
 def parse_file(path: str | Path, grammar: Optional[str] = None) -> CodeFile:

@@ -45,6 +45,7 @@ import struct
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
+from .api import decode_text
 from .codes import diagnostic
 from .models import Archive, CodeFile, Policy
 
@@ -472,7 +473,7 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
             except DebugInfoError as exc:
                 findings.append(diagnostic("CP315", shown, None, entry=debug, reason=str(exc)))
                 continue
-            maps[display] = line_origins(_decoded(data), line_map)
+            maps[display] = line_origins(decode_text(data), line_map)
         root_class = legacy_root or _root_class(reader, root_name)
         findings.extend(_mobile_bytecode(reader))
         return resolve(
@@ -484,11 +485,6 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
         fp = getattr(reader._zf, "fp", None)
         if fp is not None:
             fp.close()
-
-
-def _decoded(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Archive:
@@ -518,7 +514,7 @@ def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -
             legacy_files = legacy[0] if legacy is not None else None
             if legacy_files:
                 for cf in legacy_files:
-                    yield cf, _decoded(reader.read(cf.path.rsplit("!", 1)[1]))
+                    yield cf, decode_text(reader.read(cf.path.rsplit("!", 1)[1]))
                 return
         for name in reader.names:
             if not (name.endswith(".py") and any(name.startswith(p) for p in prefixes)):
@@ -526,7 +522,7 @@ def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -
             display = reader.display(name)
             try:
                 data = reader.read(name)
-                yield parse_bytes(data, display, grammar), _decoded(data)
+                yield parse_bytes(data, display, grammar), decode_text(data)
             except EntryRefused as refused:
                 finding = dict(refused.finding, path=display)
                 yield CodeFile(path=display, grammar=grammar or "unread", classes=[], functions=[],

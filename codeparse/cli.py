@@ -24,6 +24,7 @@ import click
 import codeparse
 
 from . import render
+from .api import decode_text
 from .grammar import GrammarError, available_grammars, load_grammar
 
 __all__ = ["main", "create_parser", "EXIT_OK", "EXIT_DIAGNOSTICS", "EXIT_ERROR"]
@@ -92,16 +93,10 @@ def _read_stdin() -> bytes:
     return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
 
 
-def _decode(data: bytes) -> str:
-    """The text the API parses for ``data`` (so that spans index into it)."""
-    text = data.decode("utf-8", errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def _parse_stdin(grammar_id: Optional[str]) -> tuple[Any, str]:
     """Parse standard input as path ``-``; returns the CodeFile and the text read."""
     data = _read_stdin()
-    return codeparse.parse_bytes(data, "-", grammar_id), _decode(data)
+    return codeparse.parse_bytes(data, "-", grammar_id), decode_text(data)
 
 
 def _is_archive(path: str) -> bool:
@@ -114,7 +109,7 @@ def _source_text(path: str) -> Optional[str]:
     """The text a file's spans index into, read again only to show source lines."""
     try:
         with open(path, "rb") as handle:
-            return _decode(handle.read())
+            return decode_text(handle.read())
     except OSError:
         return None
 

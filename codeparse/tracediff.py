@@ -83,7 +83,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from .api import InputError, iter_inputs, parse_text
+from .api import InputError, decode_text, iter_inputs, parse_text
 from .archive import is_archive_path
 from .expressions import Attr, CallExpr, Const, ExpressionReader, Index, Name, Seq
 from .grammar import load_grammar
@@ -232,11 +232,6 @@ def _root_class(side: Side) -> Optional[str]:
     return roots[0] if roots else (modules[0] if modules else None)
 
 
-def _decode(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def _archive_side(path: str) -> Side:
     """An archive's code entries, through the archive reader (:mod:`codeparse.archive`):
     it bounds what it inflates and names the root class from ``data.pkl`` (never unpickled)."""
@@ -256,14 +251,14 @@ def load_side(path: str) -> Side:
     texts: list[tuple[str, str]] = []
     if p.is_dir():
         for f in iter_inputs([path]):
-            texts.append((f, _decode(Path(f).read_bytes())))
+            texts.append((f, decode_text(Path(f).read_bytes())))
     elif is_archive_path(path):
         return _archive_side(path)
     elif p.is_file():
         data = p.read_bytes()
         if b"\x00" in data:
             raise InputError(path, "binary input, not code text or an archive", "CP302")
-        texts = [(path, _decode(data))]
+        texts = [(path, decode_text(data))]
     else:
         raise InputError(path, "no such file or directory")
     return side_from_texts(path, texts)
