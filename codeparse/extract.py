@@ -191,7 +191,7 @@ class Extractor:
         calls, self_refs, receivers = self._scan(body_start, stmt.block_end, inference, walk.target_spans)
         starts = [c["span"]["start"] for c in calls]
 
-        def calls_in(block: Optional[list[Stmt]], end_stmt: Optional[Stmt] = None) -> list[dict]:
+        def calls_in(block: Optional[list[Stmt]]) -> list[dict]:
             if not block:
                 return []
             lo = bisect_left(starts, block[0].start)

@@ -7,9 +7,8 @@ physical lines (a ``def`` with its parameters on continuation lines).  Blocks fo
 indentation, as in CPython's tokenizer: an indent opens the block of the statement
 before it, a dedent closes blocks back to a matching column.
 
-Nothing here raises on bad input: a line no rule matches becomes an
-:class:`Unparsed` record and a ``CP101`` diagnostic, and parsing goes on with the
-next line.  Depth, line length and match time are bounded by the grammar's
+Nothing here raises on bad input: a line no rule matches becomes a
+``CP101`` diagnostic with its span, and parsing goes on with the next line.  Depth, line length and match time are bounded by the grammar's
 ``[limits]``, each with its own code.
 """
 
@@ -22,7 +21,7 @@ from .codes import diagnostic
 from .grammar import Grammar, Statement
 from .source import SourceText
 
-__all__ = ["Stmt", "Unparsed", "ParseResult", "parse_statements"]
+__all__ = ["Stmt", "ParseResult", "parse_statements"]
 
 _EXCERPT = 60  # characters of an unparsed line quoted in its message
 
@@ -57,18 +56,9 @@ class Stmt:
 
 
 @dataclass(slots=True)
-class Unparsed:
-    """Text the grammar does not cover."""
-
-    start: int
-    end: int
-
-
-@dataclass(slots=True)
 class ParseResult:
     body: list[Stmt]
-    unparsed: list[Unparsed]
-    diagnostics: list[dict]
+    diagnostics: list[dict]  # text the grammar does not cover is reported here
 
 
 class _Block:
@@ -109,7 +99,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     timeout = grammar.timeout()
 
     diagnostics: list[dict] = []
-    unparsed: list[Unparsed] = []
     root: list[Stmt] = []
     stack = [_Block(0, root, None)]
     pending: Optional[Stmt] = None  # a statement whose block has not started yet
@@ -180,7 +169,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             pos = next_pos
             continue
         if m is None or unbalanced(indent_end, m.end()):
-            unparsed.append(Unparsed(indent_end, text_end))
             excerpt = _excerpt(text[indent_end:text_end])
             if m is None:
                 report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=excerpt)
@@ -206,7 +194,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
 
     _link_else(root, report)
     _close_blocks(root)
-    return ParseResult(root, unparsed, diagnostics)
+    return ParseResult(root, diagnostics)
 
 
 def _link_else(stmts: list[Stmt], report) -> None:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from .models import Span
-
 __all__ = ["SourceText"]
 
 
 class SourceText:
-    """A text with a line index, able to turn offsets into :class:`Span` models."""
+    """A text with a line index, able to turn offsets into :class:`Span` data."""
 
     __slots__ = ("text", "path", "_line_starts")
 
@@ -43,12 +41,3 @@ class SourceText:
             "start": start, "end": end, "line": line, "column": column,
             "end_line": end_line, "end_column": end_column,
         }
-
-    def span_model(self, start: int, end: int) -> Span:
-        return Span(**self.span(start, end))
-
-    def line_text(self, line: int) -> str:
-        """The text of a 1-based line, without its newline."""
-        start = self._line_starts[line - 1]
-        end = self.text.find("\n", start)
-        return self.text[start:] if end == -1 else self.text[start:end]
