@@ -474,8 +474,8 @@ class Inference:
 
     # -- resolved text ----------------------------------------------------------
     def resolved(self, node: Expr) -> str:
-        out = self._resolve(node, 0, set())
-        return out
+        """The expression as printed, temporaries and locals replaced by their definitions."""
+        return self._resolve(node, 0, set())
 
     def _resolve(self, node: Expr, depth: int, active: set) -> str:
         text = self.text
@@ -490,9 +490,7 @@ class Inference:
             pieces.append(replacement)
             pos = n.end
         pieces.append(text[pos:node.end])
-        out = "".join(pieces)
-        # A parenthesised name keeps its parentheses: `(layer1)` -> `(self.layer1)`.
-        return out
+        return "".join(pieces)
 
     def _replacement(self, n: Name, depth: int, active: set) -> Optional[str]:
         inner_text = self.text[n.start:n.end]
