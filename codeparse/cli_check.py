@@ -36,20 +36,26 @@ def _progress(total: int, err: TextIO):
     return bar
 
 
-def render_table(report: Any, out: TextIO, color: Optional[bool] = None) -> None:
-    """Findings as ``path:line:col`` rows, with the original source line when known."""
+def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: Optional[int] = None) -> None:
+    """Findings as ``path:line:col`` rows, with the original source line when known.
+
+    Every string from the input (paths, messages, origins) passes
+    :func:`codeparse.escaping.for_text` and is wrapped in a ``Text``, never parsed as markup.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from .escaping import for_text
+
     tty = getattr(out, "isatty", lambda: False)()
     console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
-                      width=None if tty else 200)
+                      width=width or (None if tty else 200))
     style = {"error": "bold red", "warning": "yellow", "info": "dim"}
     for item in report.inputs:
         head = f"{item.path} ({item.kind}"
         head += f", {item.files} code files, {item.branches} ifs)" if item.readable else ", unreadable)"
-        console.print(Text(head, style="bold"))
+        console.print(Text(for_text(head), style="bold"))
         if not item.findings:
             console.print("  no findings")
             continue
@@ -66,7 +72,8 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None) -> None
             if f.span is not None:
                 where += f":{f.span.line}:{f.span.column}"
             source = f"← {f.origin.path}:{f.origin.line}" if f.origin else ""
-            table.add_row(where, f.code, Text(f.severity, style=style[f.severity]), f.message, source)
+            table.add_row(Text(for_text(where)), f.code, Text(f.severity, style=style[f.severity]),
+                          Text(for_text(f.message)), Text(for_text(source)))
         console.print(table)
     counts = report.counts
     console.print(

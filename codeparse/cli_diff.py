@@ -19,7 +19,7 @@ import click
 if TYPE_CHECKING:
     from .models import DiffReport, OperatorInfo, OperatorUse
 
-__all__ = ["register", "render_diff_table", "render_ops_table", "render_which"]
+__all__ = ["register", "render_diff_table", "render_capture_table", "render_ops_table", "render_which"]
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SOURCES = ("auto", "table", "live")
@@ -29,11 +29,20 @@ _EVIDENCE_CAP = 4  # calls listed per cell before "+N more"
 # -------------------------------------------------------------------- renderers
 
 
-def _console(stream: TextIO, color: Optional[bool]):
+def _console(stream: TextIO, color: Optional[bool], width: Optional[int] = None):
     from rich.console import Console
 
     return Console(file=stream, force_terminal=color, no_color=(color is False), highlight=False,
-                   soft_wrap=False, width=None)
+                   soft_wrap=False, width=width)
+
+
+def _cell(value: object, style: str = ""):
+    """A table cell of input-derived text: a rich ``Text`` (never markup), controls escaped."""
+    from rich.text import Text
+
+    from .escaping import for_text
+
+    return Text(for_text(value), style=style)
 
 
 def _calls(calls: list, line_of: str, cap: int = _EVIDENCE_CAP) -> str:
@@ -47,23 +56,25 @@ def _calls(calls: list, line_of: str, cap: int = _EVIDENCE_CAP) -> str:
     return "\n".join(items)
 
 
-def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool] = None) -> None:
-    """The diff for people: ifs, lost calls, unrolled loops, baked constants."""
+def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool] = None,
+                      width: Optional[int] = None) -> None:
+    """The diff for people: ifs, lost calls, unrolled loops, baked constants (every input
+    string passes :mod:`codeparse.escaping` and reaches rich as ``Text``, never as markup)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from .render import KIND_STYLE
 
-    console = _console(stream, color)
+    console = _console(stream, color, width)
     head = Text()
-    head.append(f"script {report.script}", style="bold")
+    head.append_text(_cell(f"script {report.script}", style="bold"))
     head.append("  vs  ")
-    head.append(f"trace {report.trace}", style="bold")
+    head.append_text(_cell(f"trace {report.trace}", style="bold"))
     console.print(head, soft_wrap=True)
     for m in report.modules:
-        console.print(Text(f"  {m.module}: {m.script_function} ↔ {m.trace_function} "
-                           f"({m.matched} events matched, {len(m.trace_only)} only in the trace)", style="dim"),
+        console.print(_cell(f"  {m.module}: {m.script_function} ↔ {m.trace_function} "
+                            f"({m.matched} events matched, {len(m.trace_only)} only in the trace)", style="dim"),
                       soft_wrap=True)
     table = Table(title="ifs", box=box.SIMPLE_HEAD, show_lines=False, title_justify="left")
     for col in ("module", "line", "kind", "taken", "condition", "evidence (script→trace line)"):
@@ -73,15 +84,15 @@ def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool
             "missing: " + _calls(i.missing, "script_line") if i.missing else "-")
         taken = Text(i.taken, style="bold")
         taken.append(f"\n({i.reason})", style="dim")
-        table.add_row(i.module, str(i.line), Text(i.kind, style=KIND_STYLE.get(i.kind, "")),
-                      taken, i.condition, evidence)
+        table.add_row(_cell(i.module), str(i.line), Text(i.kind, style=KIND_STYLE.get(i.kind, "")),
+                      taken, _cell(i.condition), _cell(evidence))
     console.print(table if report.ifs else Text("no ifs in the script", style="dim"))
     if report.lost_calls:
         lost = Table(title="lost calls (the trace never makes them)", box=box.SIMPLE_HEAD, title_justify="left")
         for col in ("module", "line", "call", "inside"):
             lost.add_column(col, overflow="fold")
         for c in report.lost_calls:
-            lost.add_row(c.module, str(c.line), c.call, c.inside or "-")
+            lost.add_row(_cell(c.module), str(c.line), _cell(c.call), _cell(c.inside or "-"))
         console.print(lost)
     if report.unrolled_loops:
         loops = Table(title="loops", box=box.SIMPLE_HEAD, title_justify="left")
@@ -89,40 +100,62 @@ def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool
             loops.add_column(col, overflow="fold")
         for lp in report.unrolled_loops:
             its = "kept" if lp.kept else ("?" if lp.iterations is None else str(lp.iterations))
-            loops.add_row(lp.module, str(lp.line), lp.loop, its, ", ".join(c.call for c in lp.evidence) or "-")
+            loops.add_row(_cell(lp.module), str(lp.line), _cell(lp.loop), its,
+                          _cell(", ".join(c.call for c in lp.evidence) or "-"))
         console.print(loops)
     if report.baked_constants:
         baked = Table(title="baked constants", box=box.SIMPLE_HEAD, title_justify="left")
         for col in ("module", "lines", "operator", "arg", "script", "trace"):
             baked.add_column(col, overflow="fold")
         for b in report.baked_constants:
-            baked.add_row(b.module, f"{b.script_line}→{b.trace_line}", b.operator, b.argument, b.script, b.trace)
+            baked.add_row(_cell(b.module), f"{b.script_line}→{b.trace_line}", _cell(b.operator),
+                          _cell(b.argument), _cell(b.script), _cell(b.trace))
         console.print(baked)
 
 
 def render_ops_table(uses: list["OperatorUse"], stream: TextIO, color: Optional[bool] = None,
-                     locations: int = 3) -> None:
+                     locations: int = 3, width: Optional[int] = None) -> None:
     """One block per operator: name, count, spellings, first places, then its schemas."""
     from rich.text import Text
 
-    console = _console(stream, color)
+    console = _console(stream, color, width)
     total = sum(u.count for u in uses)
     console.print(Text(f"{len(uses)} operators, {total} calls", style="dim"))
     for u in uses:
         head = Text()
-        head.append(u.operator, style="bold" if u.known else "bold red")
-        head.append(f"  ×{u.count}  as {', '.join(u.callees)}")
+        head.append_text(_cell(u.operator, style="bold" if u.known else "bold red"))
+        head.append_text(_cell(f"  ×{u.count}  as {', '.join(u.callees)}"))
         console.print(head, soft_wrap=True)
         where = u.locations[:locations] + ([f"+{len(u.locations) - locations} more"] if len(u.locations) > locations else [])
-        console.print(Text("  at " + ", ".join(where), style="dim"), soft_wrap=True)
+        console.print(_cell("  at " + ", ".join(where), style="dim"), soft_wrap=True)
         if not u.known:
             console.print(Text("  unknown operator: no schema in torch", style="red"), soft_wrap=True)
         for schema in u.schemas:
-            console.print(Text("  " + schema), soft_wrap=True)
+            console.print(_cell("  " + schema), soft_wrap=True)
+
+
+def render_capture_table(report: Any, out: TextIO, color: Optional[bool] = None,
+                         width: Optional[int] = None) -> None:
+    """A capture for people: failures, TracerWarnings, the diff, the files saved."""
+    from .escaping import for_text
+
+    out.write(f"{for_text(report.module)}\n")
+    for kind, err in (("script", report.script_error), ("trace", report.trace_error)):
+        if err is not None:
+            where = f" at {for_text(err.file)}:{err.line}" if err.file else ""
+            out.write(f"  {kind} failed{where}: {for_text(err.message)}\n")
+    for w in report.tracer_warnings:
+        out.write(f"  TracerWarning {for_text(w.file)}:{w.line}: {for_text(w.message)}\n")
+    if report.diff is not None:
+        render_diff_table(report.diff, out, color, width)
+    for path in report.saved:
+        out.write(f"  saved {for_text(path)}\n")
 
 
 def render_which(name: str, operator: str, info: Optional["OperatorInfo"], stream: TextIO) -> None:
-    stream.write(f"{name} → {operator}\n")
+    from .escaping import for_text
+
+    stream.write(f"{for_text(name)} → {for_text(operator)}\n")
     if info is None:
         stream.write("  not a registered operator: TorchScript cannot call it\n")
         return
@@ -216,18 +249,7 @@ def register(group: click.Group) -> None:
         if fmt == "json":
             sys.stdout.write(_dump(report) + "\n")
         else:
-            out = sys.stdout
-            out.write(f"{report.module}\n")
-            for kind, err in (("script", report.script_error), ("trace", report.trace_error)):
-                if err is not None:
-                    where = f" at {err.file}:{err.line}" if err.file else ""
-                    out.write(f"  {kind} failed{where}: {err.message}\n")
-            for w in report.tracer_warnings:
-                out.write(f"  TracerWarning {w.file}:{w.line}: {w.message}\n")
-            if report.diff is not None:
-                render_diff_table(report.diff, out, color)
-            for path in report.saved:
-                out.write(f"  saved {path}\n")
+            render_capture_table(report, sys.stdout, color)
         return EXIT_FINDINGS if report.diagnostics else EXIT_OK
 
     @group.command("ops")

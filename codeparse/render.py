@@ -20,6 +20,8 @@ import json
 import unicodedata
 from typing import TYPE_CHECKING, Any, Iterable, Optional, TextIO
 
+from .escaping import for_text
+
 if TYPE_CHECKING:  # only for annotations; the models import pydantic
     from .grammar import GrammarInfo
     from .models import Call, CodeFile, Diagnostic, Function, IfStatement, Signature
@@ -194,8 +196,23 @@ def short_calls(calls: Iterable["Call"], cap: int = CALLS_CAP) -> list[str]:
     return names
 
 
-def _sources(if_stmt: "IfStatement") -> str:
-    return "\n".join(f"{s.ref} ({s.kind}, {s.type})" for s in if_stmt.condition.sources)
+def _sources_list(if_stmt: "IfStatement") -> list[str]:
+    return [f"{s.ref} ({s.kind}, {s.type})" for s in if_stmt.condition.sources]
+
+
+def _lines(items: Iterable[str], empty: str = ""):
+    """One cell of input-derived items, one per line, each escaped on its own."""
+    from rich.text import Text
+
+    text = "\n".join(for_text(item) for item in items)
+    return Text(text or empty)
+
+
+def _text(value: object, style: str = ""):
+    """A rich ``Text`` of input-derived ``value``: never parsed as markup, controls escaped."""
+    from rich.text import Text
+
+    return Text(for_text(value), style=style)
 
 
 def _console(stream: TextIO, color: Optional[bool], width: Optional[int]):
@@ -231,12 +248,12 @@ def _ifs_table(function: "Function"):
         table.add_row(
             str(if_stmt.span.line),
             str(if_stmt.depth),
-            Text(cond.text),
-            Text(cond.resolved),
+            _text(cond.text),
+            _text(cond.resolved),
             Text(kind, style=KIND_STYLE.get(cond.kind, "")),
-            Text(_sources(if_stmt)),
-            Text("\n".join(short_calls(if_stmt.then_calls))),
-            Text("\n".join(short_calls(if_stmt.else_calls)) if if_stmt.has_else else "-"),
+            _lines(_sources_list(if_stmt)),
+            _lines(short_calls(if_stmt.then_calls)),
+            _lines(short_calls(if_stmt.else_calls)) if if_stmt.has_else else Text("-"),
         )
     return table
 
@@ -258,13 +275,13 @@ def _ifs_cards(function: "Function"):
         if cond.none_check:
             head.append(" (None check)")
         grid.add_row("if", head)
-        grid.add_row("condition", Text(cond.text))
+        grid.add_row("condition", _text(cond.text))
         if cond.resolved != cond.text:
-            grid.add_row("resolved", Text(cond.resolved))
-        grid.add_row("sources", Text(_sources(if_stmt) or "-"))
-        grid.add_row("then calls", Text("\n".join(short_calls(if_stmt.then_calls)) or "-"))
+            grid.add_row("resolved", _text(cond.resolved))
+        grid.add_row("sources", _lines(_sources_list(if_stmt), "-"))
+        grid.add_row("then calls", _lines(short_calls(if_stmt.then_calls), "-"))
         if if_stmt.has_else:
-            grid.add_row("else calls", Text("\n".join(short_calls(if_stmt.else_calls)) or "-"))
+            grid.add_row("else calls", _lines(short_calls(if_stmt.else_calls), "-"))
     return grid
 
 
@@ -273,7 +290,7 @@ def _write_function(console: Any, function: "Function", indent: str) -> None:
     from rich.text import Text
 
     title = Text(indent)
-    title.append(render_signature(function.qualified_name, function.signature), style="bold")
+    title.append(for_text(render_signature(function.qualified_name, function.signature)), style="bold")
     title.append(f"  line {function.span.line}", style="dim")
     console.print(title, soft_wrap=True)
     if not function.ifs:
@@ -311,7 +328,7 @@ def render_code_table(
         len(m.ifs) for c in code_file.classes for m in c.methods
     )
     header = Text()
-    header.append(code_file.path, style="bold underline")
+    header.append(for_text(code_file.path), style="bold underline")
     header.append(
         f"  grammar {code_file.grammar}; {_plural(len(code_file.classes), 'class')}"
         f", {_plural(n_funcs, 'function')}, {_plural(n_ifs, 'if')}"
@@ -320,7 +337,7 @@ def render_code_table(
     )
     console.print(header, soft_wrap=True)
     for cls in code_file.classes:
-        console.print(Text(f"class {cls.qualified_name} ({cls.kind})", style="bold"), soft_wrap=True)
+        console.print(_text(f"class {cls.qualified_name} ({cls.kind})", style="bold"), soft_wrap=True)
         for method in cls.methods:
             _write_function(console, method, "  ")
     for function in code_file.functions:
@@ -362,15 +379,15 @@ def render_grammars_table(
     console = _console(stream, color, width)
     for info in infos:
         title = Text()
-        title.append(info.id, style="bold")
-        title.append(f"  {info.title}")
+        title.append(for_text(info.id), style="bold")
+        title.append(f"  {for_text(info.title)}")
         console.print(title, soft_wrap=True)
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(overflow="fold")
-        grid.add_row("torch versions", Text(info.torch_versions or "-"))
-        grid.add_row("version records", Text(", ".join(str(v) for v in info.version_records) or "-"))
-        grid.add_row("detect", Text(info.detect or "-"))
+        grid.add_row("torch versions", _text(info.torch_versions or "-"))
+        grid.add_row("version records", _text(", ".join(str(v) for v in info.version_records) or "-"))
+        grid.add_row("detect", _text(info.detect or "-"))
         grid.add_row("statements", Text(str(info.statements)))
-        grid.add_row("path", Text(info.path))
+        grid.add_row("path", _text(info.path))
         console.print(Padding(grid, (0, 0, 1, 2), expand=False))
