@@ -140,6 +140,8 @@ def render_capture_table(report: Any, out: TextIO, color: Optional[bool] = None,
     from .escaping import for_text
 
     out.write(f"{for_text(report.module)}\n")
+    if getattr(report, "outputs_wrapped", None):
+        out.write(f"  outputs wrapped ({report.outputs_wrapped}) for the trace\n")
     for kind, err in (("script", report.script_error), ("trace", report.trace_error)):
         if err is not None:
             where = f" at {for_text(err.file)}:{err.line}" if err.file else ""
@@ -229,8 +231,11 @@ def register(group: click.Group) -> None:
                         color: Optional[bool]) -> int:
         """Script and trace a live module (needs torch) and compare them.
 
-        FACTORY() in FILE.py returns (module, example_inputs).  Exit 1 when scripting or
-        tracing failed or the trace raised TracerWarnings.
+        FACTORY() in FILE.py (whose folder goes first on sys.path) returns (module, inputs)
+        or a dict {module, inputs, dynamic_shapes?, check_inputs?, wrap_outputs?}:
+        check_inputs go to torch.jit.trace; wrap_outputs (or, when the outputs hold lists or
+        dicts, a wrapper flattening them) lets such a model be traced.  Exit 1 when scripting
+        or tracing failed or the trace raised TracerWarnings.
         """
         from .api import InputError
         from .operators import torch_available
@@ -240,8 +245,8 @@ def register(group: click.Group) -> None:
         from .capturing import capture, load_factory
 
         try:
-            module, inputs = load_factory(target)
-            report = capture(module, inputs, save_dir=save_dir, check_trace=check_trace)
+            spec = load_factory(target)
+            report = capture(spec, save_dir=save_dir, check_trace=check_trace)
         except InputError as exc:
             return _fail(f"{exc.path}: {exc.code} {exc.message}")
         except Exception as exc:  # noqa: BLE001

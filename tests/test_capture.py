@@ -18,6 +18,11 @@ MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models.py"
 MODEL_LINES = MODELS.read_text(encoding="utf-8").splitlines()
 
 
+def load_factory_pair(target: str):
+    spec = load_factory(target)
+    return spec.module, spec.inputs
+
+
 def line_of(text: str, after: int = 0) -> int:
     """1-based line of the first model source line containing ``text`` (after line ``after``)."""
     for number, line in enumerate(MODEL_LINES, 1):
@@ -61,7 +66,7 @@ def test_capture_table_output(capsys, monkeypatch):
 
 
 def test_script_error_keeps_message_and_location():
-    module, inputs = load_factory(f"{MODELS}:_known_rnn_loop")  # registers fixtures/models.py as `models`
+    module, inputs = load_factory_pair(f"{MODELS}:_known_rnn_loop")  # registers fixtures/models.py as `models`
     import models  # noqa: F401  (the module load_factory registered)
 
     report = capture(models.Closure(), (torch.randn(2, 3),))
@@ -75,13 +80,13 @@ def test_script_error_keeps_message_and_location():
 
 
 def test_mixed_tutorial_models_capture():
-    module, inputs = load_factory(f"{MODELS}:_known_wrap_rnn")
+    module, inputs = load_factory_pair(f"{MODELS}:_known_wrap_rnn")
     report = capture(module, inputs)
     assert report.script_error is None and report.trace_error is None
     d = report.diff
     assert [(lp.module, lp.kept) for lp in d.unrolled_loops] == [("self.loop", True)]
     assert [(i.module, i.taken) for i in d.ifs] == [("self.loop.cell.dg", "kept")]
-    module, inputs = load_factory(f"{MODELS}:_known_rnn_loop")
+    module, inputs = load_factory_pair(f"{MODELS}:_known_rnn_loop")
     d = capture(module, inputs).diff
     assert [(lp.module, lp.iterations) for lp in d.unrolled_loops] == [("self", 6)]
 
@@ -108,3 +113,54 @@ def test_trace_error_and_finding_codes():
     (w,) = [w for w in report.tracer_warnings if Path(w.file).name == "models.py"]
     assert w.line == line_of("if x.sum() > 0:", after=line_of("class MyDecisionGate"))
     assert [(i.kind, i.taken) for i in report.diff.ifs] == [("tensor_value", "then" if inputs[0].sum() > 0 else "else")]
+
+
+DIFF_MODELS = MODELS.parent / "models_diff.py"
+
+
+def test_factory_contract_dict_form_and_default_wrapper(capsys):
+    spec = load_factory(f"{DIFF_MODELS}:detection_factory")
+    assert spec.source.endswith("models_diff.py:detection_factory")
+    assert isinstance(spec.inputs, tuple) and len(spec.inputs) == 1 and len(spec.inputs[0]) == 2
+    assert spec.dynamic_shapes is None and spec.wrap_outputs is None
+    assert len(spec.check_inputs) == 1 and isinstance(spec.check_inputs[0], tuple)
+    report = capture(spec)
+    assert report.trace_error is None and report.outputs_wrapped == "default"
+    # the compared trace is the model inside the wrapper; the scripted helper's if stays live
+    assert "__torch__.models_diff.keep_confident(" in report.trace_code
+    assert report.diff is not None
+    # the plain CLI says the outputs were wrapped
+    assert main(["capture", f"{DIFF_MODELS}:detection_factory", "--no-color", "--no-check-trace"]) in (0, 1)
+    assert "outputs wrapped (default) for the trace" in capsys.readouterr().out
+
+
+def test_factory_contract_own_wrapper_and_no_wrapping():
+    spec = load_factory(f"{DIFF_MODELS}:detection_scores_factory")
+    report = capture(spec, check_trace=False)
+    assert report.outputs_wrapped == "factory" and report.trace_error is None
+    assert report.trace_code.endswith("return (scores, scores0)\n")
+    plain = capture(spec, wrap_outputs=False)  # an explicit argument wins over the spec
+    assert plain.outputs_wrapped is None
+    assert plain.trace_error.message.startswith("RuntimeError: Only tensors, lists, tuples of tensors")
+
+
+def test_factory_folder_on_sys_path_and_bad_shapes(tmp_path, capsys):
+    (tmp_path / "neighbour_layers.py").write_text(
+        "import torch\nclass Double(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    (tmp_path / "entry.py").write_text(
+        "import torch\nfrom neighbour_layers import Double\n"
+        "def make():\n    return Double(), torch.ones(2)\n"
+        "def make_dict():\n    return {'module': Double(), 'inputs': (torch.ones(2),),\n"
+        "            'dynamic_shapes': {'x': {0: 'batch'}}, 'check_inputs': [torch.ones(3)]}\n"
+        "def bad_key():\n    return {'module': Double(), 'inputs': (), 'inptus': 1}\n"
+        "def bad_shape():\n    return [Double()]\n")
+    spec = load_factory(f"{tmp_path / 'entry.py'}:make")
+    assert spec.inputs[0].shape == (2,) and spec.check_inputs is None
+    spec = load_factory(f"{tmp_path / 'entry.py'}:make_dict")
+    assert spec.dynamic_shapes == {"x": {0: "batch"}} and spec.check_inputs[0][0].shape == (3,)
+    report = capture(spec)
+    assert report.trace_error is None and report.diagnostics == []
+    assert main(["capture", f"{tmp_path / 'entry.py'}:bad_key"]) == 2
+    assert "unknown factory key(s) 'inptus'" in capsys.readouterr().err
+    assert main(["capture", f"{tmp_path / 'entry.py'}:bad_shape"]) == 2
+    assert "must return (module, inputs) or a dict" in capsys.readouterr().err
