@@ -90,6 +90,22 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         if all(count(o, start, end) == count(c, start, end) for o, c in pairs):
             return False
         return balanced(text, start, end, timeout=timeout) is None
+    def logical_end(start: int, end: int, column: int) -> int:
+        # A statement continues on the next physical lines while its brackets are
+        # open and those lines are indented past it (a signature's parameters);
+        # the extension stops at the first line that is not, so it stays linear.
+        count = text.count
+        depth = sum(count(o, start, end) - count(c, start, end) for o, c in pairs)
+        if depth <= 0 or balanced(text, start, end, timeout=timeout) is not None:
+            return end
+        while depth > 0 and end < size:
+            nxt = physical(text, end + 1)
+            if nxt.end("indent") - (end + 1) <= column:
+                break
+            line_start, end = end + 1, nxt.end("text")
+            depth += sum(count(o, line_start, end) - count(c, line_start, end) for o, c in pairs)
+        return end
+
     first_word = grammar.fragments["identifier"].match
     by_keyword = grammar.rules_by_keyword
     generic = grammar.generic_rules
@@ -158,10 +174,13 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
 
         word = first_word(text, indent_end, text_end)
         rules = by_keyword.get(word.group(), generic) if word else generic
+        # Every match is bounded to the statement's logical line, so a failing rule
+        # never reads (or searches for a literal) past it: cost per byte is flat.
+        stop = logical_end(indent_end, text_end, column)
         m = rule = None
         try:
             for rule in rules:
-                m = rule.pattern.match(text, indent_end, timeout=timeout)
+                m = rule.pattern.match(text, indent_end, stop, timeout=timeout)
                 if m is not None:
                     break
         except TimeoutError:
