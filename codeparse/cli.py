@@ -299,6 +299,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "cli_check",  # issue 3: check
     # issue 4 (diff, capture, ops, which) adds its module here
     "cli_diff",
+    "cli_report",  # issue 14: report
 )
 
 

@@ -84,6 +84,7 @@ class LineMap:
         self._offsets = [r[0] for r in rows]
         self._rows = rows
         self._line_cache: dict[tuple[int, int], int] = {}
+        self._source_lines: Optional[dict[tuple[str, int], str]] = None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -116,6 +117,22 @@ class LineMap:
             if text is text0 and filename and s0 <= rs and re_ <= e0 and re_ - rs < best_width:
                 best, best_width = i, re_ - rs
         return self._origin(best)
+
+    def source_line(self, filename: str, line: int) -> Optional[str]:
+        """The text of ``line`` (1-based) of the original file ``filename``, as the debug
+        info stores it (each source holds the original text of the function it printed),
+        without its line ending; None when no stored source covers that line."""
+        if self._source_lines is None:
+            lines: dict[tuple[str, int], str] = {}
+            seen: set[int] = set()
+            for _, text, name, start_line, _, _ in self._rows:
+                if not name or id(text) in seen:
+                    continue
+                seen.add(id(text))
+                for k, row in enumerate(text.splitlines()):
+                    lines.setdefault((name, start_line + k), row)
+            self._source_lines = lines
+        return self._source_lines.get((filename, line))
 
     def _origin(self, i: int) -> Optional[tuple[str, int]]:
         _, text, filename, start_line, start, _ = self._rows[i]

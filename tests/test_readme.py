@@ -34,8 +34,12 @@ def test_ci_runs_exactly_the_readme_test_command():
     setup = blocks("sh")
     assert len(setup) == 2, "README gives exactly two setup commands"
     test_command = setup[1].strip()
-    assert test_command.endswith("python -m pytest -q tests/")
+    assert test_command.endswith("bash scripts/run_tests.sh")
     assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    # The script installs chromium when it is missing, then runs the whole suite.
+    script = (ROOT / "scripts" / "run_tests.sh").read_text(encoding="utf-8")
+    assert "apt-get install -y -qq --no-install-recommends chromium" in script
+    assert script.rstrip().endswith('python -m pytest -q tests/ "$@"')
 
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

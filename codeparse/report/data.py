@@ -1,0 +1,638 @@
+"""What a report shows, gathered from the public API into plain view objects.
+
+One :class:`InputView` per input (an archive or a ``.code`` file): its summary, module
+tree, call tree from ``forward``, one :class:`FileView` per code file (text split in
+lines, every ``if`` and loop a :class:`Mark`) and its findings.  A script/trace pair
+gives a :class:`PairView`.  Nothing here escapes or formats HTML: the templates get the
+true strings, and Jinja2's autoescape is the one place they become HTML.
+
+The data comes from the same functions ``check`` and ``diff`` use: the archive reader
+(:func:`codeparse.archive.read_archive`, which resolves classes, the module tree, what
+``forward`` reaches and each line's original source line), the checker's policy and
+finding filter, and :func:`codeparse.tracediff.diff`.  The archive's entries are opened
+once more to read the code text the spans index into and, from ``.debug_pkl``, the
+original line's text.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from ..models import Archive, CodeFile, Finding, Function, Policy
+
+__all__ = ["KINDS", "Mark", "LineView", "FileView", "FindingView", "InputView", "PairView",
+           "collect_input", "collect_pair"]
+
+# Condition kinds (DESIGN.md §5), in priority order, with the label a reader sees next to
+# the line and what it means for a trace.  Colours live in the CSS (one rule per kind).
+KINDS: dict[str, tuple[str, str]] = {
+    "tensor_value": ("tensor value", "branches on a tensor's contents: a trace freezes the branch it took"),
+    "tensor_shape": ("tensor shape", "branches on shape or metadata: a trace bakes the example's shape in"),
+    "argument": ("argument", "branches on a non-tensor argument: a trace bakes the example's value in"),
+    "attribute": ("attribute", "branches on module state (self.training too): a trace bakes it in, silently"),
+    "runtime": ("runtime", "branches on global runtime state: a trace bakes it in"),
+    "unknown": ("unknown", "codeparse cannot tell what it depends on"),
+    "constant": ("constant", "branches on a literal: harmless"),
+}
+LOOP_KIND = "loop"  # loops without a classified condition
+SEVERITIES = ("error", "warning", "info")
+
+# Zip entries by what they hold, for the size summary.
+SIZE_GROUPS = ("code", "debug info", "constants", "tensor data", "other")
+
+
+@dataclass
+class FindingView:
+    id: str  # anchor of its table row
+    code: str
+    name: str
+    severity: str
+    message: str
+    path: str  # the file it is about (`archive!entry` or the input)
+    file: str  # short file name shown in the table and its filter
+    file_id: Optional[str] = None  # anchor prefix of the code view, when it has a line there
+    line: Optional[int] = None
+    column: Optional[int] = None
+    origin: Optional[str] = None  # `model.py:65`
+    reachable: bool = True
+
+
+@dataclass
+class Mark:
+    """An ``if`` or a loop on one code line."""
+
+    id: str
+    what: str  # `if`, `for`, `while`
+    kind: str  # condition kind, or `loop`
+    label: str
+    text: str  # the condition (or loop header) as printed
+    resolved: Optional[str] = None
+    sources: list[tuple[str, str, str]] = field(default_factory=list)  # (ref, kind, type)
+    origin: Optional[str] = None  # `model.py:65`
+    origin_text: Optional[str] = None  # that line's text, from .debug_pkl
+    findings: list[FindingView] = field(default_factory=list)
+    reachable: bool = True
+    function: str = ""
+    diff: Optional[str] = None  # pair view: kept / frozen (then) / ambiguous / not run ...
+    diff_class: Optional[str] = None
+    note: Optional[str] = None
+
+
+@dataclass
+class LineView:
+    number: int
+    tokens: list[tuple[str, str]]
+    mark: Optional[Mark] = None
+    findings: list[FindingView] = field(default_factory=list)
+    css: str = ""  # extra classes: `lost`, `unrolled`, `evidence`
+    note: Optional[str] = None
+
+
+@dataclass
+class FileView:
+    id: str
+    path: str  # as in findings: `archive!entry`
+    name: str  # shown: the entry name inside the archive, or the file
+    grammar: str
+    lines: list[LineView]
+    ifs: int = 0
+    loops: int = 0
+    findings: int = 0
+    worst: Optional[str] = None  # highest severity of its findings
+    size: int = 0
+
+
+@dataclass
+class TreeNode:
+    name: str
+    path: str
+    cls: str
+    short: str
+    role: str
+    attrs: list[tuple[str, str, str]] = field(default_factory=list)  # (name, role, type)
+    children: list["TreeNode"] = field(default_factory=list)
+    link: Optional[tuple[str, int]] = None  # (file id, line) of its class
+    forward: list[str] = field(default_factory=list)  # what its forward calls, in order
+
+
+@dataclass
+class CallNode:
+    name: str
+    short: str
+    link: Optional[tuple[str, int]] = None
+    children: list["CallNode"] = field(default_factory=list)
+    repeated: bool = False  # expanded elsewhere in the tree
+
+
+@dataclass
+class InputView:
+    id: str
+    path: str
+    kind: str  # archive / code
+    readable: bool
+    error: Optional[str] = None
+    summary: list[tuple[str, str]] = field(default_factory=list)
+    sizes: list[tuple[str, int, int]] = field(default_factory=list)  # (group, entries, bytes)
+    if_kinds: list[tuple[str, str, int, int]] = field(default_factory=list)  # (kind, label, all, reachable)
+    loops: int = 0
+    severities: dict[str, int] = field(default_factory=dict)
+    export: Any = None  # InputReport.export, when the checker gives one
+    tree: Optional[TreeNode] = None
+    calls: Optional[CallNode] = None
+    files: list[FileView] = field(default_factory=list)
+    findings: list[FindingView] = field(default_factory=list)
+
+
+@dataclass
+class PairView:
+    id: str
+    script: str
+    trace: str
+    rows: list[dict] = field(default_factory=list)  # one per function pair: script/trace FileViews
+    counts: list[tuple[str, int]] = field(default_factory=list)
+    lost: list[Any] = field(default_factory=list)
+    unrolled: list[Any] = field(default_factory=list)
+    baked: list[Any] = field(default_factory=list)
+    ifs: list[Any] = field(default_factory=list)
+    error: Optional[str] = None
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _short_class(qualified: str) -> str:
+    name = qualified.rsplit(".", 1)[-1]
+    return name
+
+
+def _functions(cf: CodeFile) -> Iterable[Function]:
+    for cls in cf.classes:
+        yield from cls.methods
+    yield from cf.functions
+
+
+def _finding_view(f: Finding, fid: str, input_path: str, file_ids: dict[str, str]) -> FindingView:
+    shown = f.path[len(input_path) + 1:] if f.path.startswith(input_path + "!") else f.path
+    view = FindingView(id=fid, code=f.code, name=f.name, severity=f.severity, message=f.message,
+                       path=f.path, file=shown)
+    if f.span is not None and f.path in file_ids:
+        view.file_id = file_ids[f.path]
+        view.line = f.span.line
+        view.column = f.span.column
+    if f.origin is not None:
+        view.origin = f"{f.origin.path}:{f.origin.line}"
+    return view
+
+
+def _era(version: Optional[int]) -> Optional[str]:
+    """The torch releases whose grammar lists this version record (``codeparse grammars``)."""
+    if version is None:
+        return None
+    from ..grammar import available_grammars
+
+    for info in available_grammars():
+        if version in info.version_records:
+            return f"PyTorch {info.torch_versions} (version record {version}, grammar {info.id})"
+    return None
+
+
+def _size_group(name: str) -> str:
+    parts = name.split("/")
+    if name.endswith(".debug_pkl") or (len(parts) > 2 and parts[1] == "debug"):
+        return "debug info"
+    if "code" in parts[:-1] or "ts_code" in parts[:-1]:
+        return "code"
+    if parts[-1] == "constants.pkl" or "constants" in parts[:-1]:
+        return "constants"
+    if "data" in parts[:-1] or parts[-1] == "data.pkl":
+        return "tensor data"
+    return "other"
+
+
+def _read_sources(path: str, policy: Policy, archive: Archive) -> tuple[dict[str, str], Any, list]:
+    """Code text per file path, a lookup of original line texts, and entry sizes."""
+    from ..api import decode_text
+    from ..archive import EntryRefused, _debug_entry, _open_zip
+    from ..debuginfo import read_debug_pkl
+
+    texts: dict[str, str] = {}
+    maps = []
+    sizes: dict[str, list[int]] = {g: [0, 0] for g in SIZE_GROUPS}
+    reader, _ = _open_zip(path, policy)
+    try:
+        for info in reader._zf.infolist():
+            group = sizes[_size_group(info.filename)]
+            group[0] += 1
+            group[1] += info.file_size
+        wanted = {cf.path for cf in archive.files}
+        for name in reader.names:
+            display = reader.display(name)
+            if display not in wanted:
+                continue
+            try:
+                data = reader.read(name)
+            except EntryRefused:
+                continue
+            texts[display] = decode_text(data)
+            debug = _debug_entry(reader, name)
+            if debug is None or display not in archive.source_map:
+                continue
+            try:
+                maps.append(read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))),
+                                           max_rows=len(data) + 1))
+            except Exception:  # noqa: BLE001 - the reader already reported why (CP314/CP315)
+                continue
+    finally:
+        reader._zf.close()
+        fp = getattr(reader._zf, "fp", None)
+        if fp is not None:
+            fp.close()
+
+    def line_text(filename: str, line: int) -> Optional[str]:
+        for m in maps:
+            found = m.source_line(filename, line)
+            if found is not None:
+                return found
+        return None
+
+    return texts, line_text, [(g, n, b) for g, (n, b) in sizes.items() if n]
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def _file_views(input_id: str, files: list[CodeFile], texts: dict[str, str], input_path: str,
+                findings: list[FindingView], origins: dict[str, dict[int, Any]], line_text,
+                reachable_fn, highlight) -> list[FileView]:
+    by_line: dict[tuple[str, int], list[FindingView]] = {}
+    for f in findings:
+        if f.line is not None:
+            by_line.setdefault((f.path, f.line), []).append(f)
+    views: list[FileView] = []
+    for n, cf in enumerate(files):
+        fid = f"{input_id}f{n}"
+        text = texts.get(cf.path, "")
+        name = cf.path[len(input_path) + 1:] if cf.path.startswith(input_path + "!") else cf.path
+        lines = [LineView(number=i + 1, tokens=toks) for i, toks in enumerate(highlight(text))]
+        view = FileView(id=fid, path=cf.path, name=name, grammar=cf.grammar, lines=lines, size=len(text))
+        file_origins = origins.get(cf.path, {})
+
+        def origin_of(line: int) -> tuple[Optional[str], Optional[str]]:
+            o = file_origins.get(line)
+            if o is None:
+                return None, None
+            return f"{o.path}:{o.line}", line_text(o.path, o.line) if line_text else None
+
+        for fn in _functions(cf):
+            live = reachable_fn(fn.qualified_name)
+            for k, if_ in enumerate(fn.ifs):
+                line = if_.span.line
+                if not 0 < line <= len(lines):
+                    continue
+                cond = if_.condition
+                origin, origin_text = origin_of(line)
+                mark = Mark(
+                    id=f"{fid}i{line}", what="if", kind=cond.kind, label=f"if · {KINDS[cond.kind][0]}",
+                    text=cond.text, resolved=cond.resolved if cond.resolved != cond.text else None,
+                    sources=[(s.ref, s.kind, s.type) for s in cond.sources], origin=origin,
+                    origin_text=origin_text, findings=by_line.get((cf.path, line), []), reachable=live,
+                    function=fn.qualified_name,
+                )
+                if getattr(cond, "data_dependent_shape", False):
+                    mark.note = "the shape read depends on tensor values (data-dependent)"
+                lines[line - 1].mark = mark
+                view.ifs += 1
+            for loop in fn.loops:
+                line = loop.span.line
+                if not 0 < line <= len(lines) or lines[line - 1].mark is not None:
+                    continue
+                cond = getattr(loop, "condition", None)  # loop conditions (issue 9), when present
+                kind = cond.kind if cond is not None and getattr(cond, "kind", None) in KINDS else LOOP_KIND
+                label = f"{loop.kind} · {KINDS[kind][0]}" if kind in KINDS else f"{loop.kind} loop"
+                origin, origin_text = origin_of(line)
+                mark = Mark(
+                    id=f"{fid}l{line}", what=loop.kind, kind=kind, label=label, text=loop.iter,
+                    resolved=getattr(cond, "resolved", None) if cond is not None else None,
+                    sources=[(s.ref, s.kind, s.type) for s in getattr(cond, "sources", [])] if cond else [],
+                    origin=origin, origin_text=origin_text, findings=by_line.get((cf.path, line), []),
+                    reachable=live, function=fn.qualified_name,
+                )
+                if mark.resolved == mark.text:
+                    mark.resolved = None
+                lines[line - 1].mark = mark
+                view.loops += 1
+        for (path, line), items in by_line.items():
+            if path == cf.path and 0 < line <= len(lines):
+                lines[line - 1].findings = items
+        mine = [f for f in findings if f.path == cf.path]
+        view.findings = len(mine)
+        for sev in SEVERITIES:
+            if any(f.severity == sev for f in mine):
+                view.worst = sev
+                break
+        views.append(view)
+    return views
+
+
+def _reachability(files: list[CodeFile], archive: Optional[Archive]):
+    """``(function name -> reachable)`` and ``(path, line) -> reachable`` for findings."""
+    if archive is None or not archive.reachable:
+        return (lambda _qn: True), (lambda _p, _l: True)
+    live = set(archive.reachable)
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for cf in files:
+        for fn in _functions(cf):
+            spans.setdefault(cf.path, []).append((fn.span.line, fn.span.end_line, fn.qualified_name))
+
+    def line_live(path: str, line: int) -> bool:
+        for start, end, qn in spans.get(path, ()):
+            if start <= line <= end:
+                return qn in live
+        return True
+
+    return (lambda qn: qn in live), line_live
+
+
+def _tree(archive: Archive, file_ids: dict[str, str]) -> tuple[Optional[TreeNode], Optional[CallNode]]:
+    classes = archive.classes
+    where: dict[str, tuple[str, int]] = {}
+    for cf in archive.files:
+        for cls in cf.classes:
+            if cf.path in file_ids:
+                where.setdefault(cls.qualified_name, (file_ids[cf.path], cls.span.line))
+    fn_where: dict[str, tuple[str, int]] = {}
+    for cf in archive.files:
+        for fn in _functions(cf):
+            if cf.path in file_ids:
+                fn_where.setdefault(fn.qualified_name, (file_ids[cf.path], fn.span.line))
+
+    def attrs(qn: str) -> list[tuple[str, str, str]]:
+        cls = classes.get(qn)
+        if cls is None:
+            return []
+        out = []
+        for a in cls.attributes:
+            typ = a.type or ("" if a.value is None else "constant")
+            if a.name in cls.parameters:
+                role = "parameter"
+            elif a.name in cls.buffers:
+                role = "buffer"
+            elif a.final:
+                role = "constant"
+            elif a.type in classes and classes[a.type].kind == "module":
+                role = "submodule"
+            else:
+                role = "attribute"
+            shown = a.type or ""
+            if a.final and a.value is not None:
+                shown = f"{shown} = {a.value}" if shown else a.value
+            out.append((a.name, role, shown or typ))
+        return out
+
+    def forward_calls(qn: str) -> list[str]:
+        fn = archive.functions.get(f"{qn}.forward")
+        if fn is None:
+            return []
+        seen: list[str] = []
+        for c in fn.calls:
+            if c.kind in ("submodule", "self_method") and c.receiver:
+                label = f"{c.receiver}.{c.method}" if c.method else c.receiver
+                if label not in seen:
+                    seen.append(label)
+        return seen
+
+    def node(m, depth: int) -> TreeNode:
+        name = m.path.rsplit(".", 1)[-1] if m.path != "self" else "self"
+        t = TreeNode(name=name, path=m.path, cls=m.type, short=_short_class(m.type),
+                     role="root module" if depth == 0 else "submodule", attrs=attrs(m.type),
+                     link=where.get(m.type), forward=forward_calls(m.type))
+        t.children = [node(c, depth + 1) for c in m.children]
+        return t
+
+    tree = node(archive.module_tree, 0) if archive.module_tree is not None else None
+
+    calls = None
+    graph = archive.call_graph
+    start = archive.reachable[0] if archive.reachable else None
+    if start is not None:
+        expanded: set[str] = set()
+
+        def call_node(qn: str, depth: int) -> CallNode:
+            parts = qn.rsplit(".", 2)
+            short = ".".join(parts[-2:]) if len(parts) >= 2 else qn
+            c = CallNode(name=qn, short=short, link=fn_where.get(qn))
+            if qn in expanded or depth > 24:
+                c.repeated = bool(graph.get(qn))
+                return c
+            expanded.add(qn)
+            c.children = [call_node(t, depth + 1) for t in graph.get(qn, [])]
+            return c
+
+        calls = call_node(start, 0)
+    return tree, calls
+
+
+def _policy_report(path: str, archive: Archive, policy: Policy):
+    """The InputReport ``check`` gives for this archive (same filter, same counts)."""
+    from ..check import _filter
+    from ..models import InputReport
+
+    live = sum(1 for b in archive.branches if b.reachable)
+    return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
+                       findings=_filter(archive.findings, policy))
+
+
+def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: Optional[str] = None) -> InputView:
+    """Everything shown about one input; never raises for bad input."""
+    from ..api import InputError, decode_text, parse_text
+    from ..archive import is_archive_path, read_archive
+    from ..check import check_input
+
+    view = InputView(id=input_id, path=path, kind="archive" if is_archive_path(path) else "code", readable=True)
+    if problem is not None or view.kind == "code":
+        report = check_input(path, policy, problem)
+        if not report.readable:
+            view.readable = False
+            view.error = "; ".join(f"{f.code} {f.message}" for f in report.findings)
+            return view
+        text = decode_text(open(path, "rb").read())
+        cf = parse_text(text, path)
+        files, texts, origins, line_text, archive = [cf], {path: text}, {}, None, None
+        view.summary = [("input", "code text"), ("grammar", cf.grammar)]
+    else:
+        try:
+            archive = read_archive(path, policy)
+        except InputError as exc:
+            report = check_input(path, policy)
+            view.readable = False
+            view.error = "; ".join(f"{f.code} {f.message}" for f in report.findings) or exc.message
+            return view
+        report = _policy_report(path, archive, policy)
+        files = archive.files
+        texts, line_text, view.sizes = _read_sources(path, policy, archive)
+        origins = archive.source_map
+        grammars = sorted({cf.grammar for cf in files}) or ["-"]
+        view.summary = [
+            ("format", f"TorchScript archive ({archive.layout})"),
+            ("grammar", ", ".join(grammars)),
+            ("version record", "none" if archive.version is None else str(archive.version)),
+            ("torch era", _era(archive.version) or "unknown"),
+            ("root module", archive.root_class or "not found"),
+            ("zip entries", str(archive.entries)),
+            ("code files", str(len(files))),
+            ("classes", str(len(archive.classes))),
+            ("functions reachable from forward", f"{len(archive.reachable)} of {len(archive.functions)}"),
+        ]
+    view.export = getattr(report, "export", None)
+    file_ids = {cf.path: f"{input_id}f{n}" for n, cf in enumerate(files)}
+    fn_live, line_live = _reachability(files, archive)
+    view.findings = []
+    for n, f in enumerate(report.findings):
+        fv = _finding_view(f, f"{input_id}F{n}", path, file_ids)
+        if fv.line is not None:
+            fv.reachable = line_live(f.path, fv.line)
+        view.findings.append(fv)
+    view.severities = {s: sum(1 for f in view.findings if f.severity == s) for s in SEVERITIES}
+    view.files = _file_views(input_id, files, texts, path, view.findings, origins, line_text, fn_live, highlight)
+    counts: dict[str, list[int]] = {k: [0, 0] for k in KINDS}
+    for fv in view.files:
+        for line in fv.lines:
+            m = line.mark
+            if m is not None and m.what == "if":
+                counts[m.kind][0] += 1
+                counts[m.kind][1] += int(m.reachable)
+    view.if_kinds = [(k, KINDS[k][0], a, r) for k, (a, r) in counts.items() if a]
+    view.loops = sum(fv.loops for fv in view.files)
+    if archive is not None:
+        view.tree, view.calls = _tree(archive, file_ids)
+    return view
+
+
+# ----------------------------------------------------------------------------- pairs
+
+# How a script `if` fared in the trace, as the pair view labels it.
+TAKEN = {
+    "then": ("frozen (then)", "frozen"),
+    "else": ("frozen (else)", "frozen"),
+    "kept": ("kept", "kept"),
+    "ambiguous": ("ambiguous", "ambiguous"),
+    "unknown": ("ambiguous", "ambiguous"),
+    "mixed": ("mixed (loop passes differ)", "ambiguous"),
+    "neither": ("not run", "notrun"),
+}
+
+
+def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
+    """The script and trace texts side by side, each script ``if`` labelled by the diff."""
+    from ..api import InputError
+    from ..tracediff import diff, load_side
+
+    view = PairView(id=pair_id, script=script, trace=trace)
+    try:
+        s_side, t_side = load_side(script), load_side(trace)
+        report = diff(s_side, t_side)
+    except InputError as exc:
+        view.error = f"{exc.code} {exc.message}" if getattr(exc, "code", None) else str(exc)
+        return view
+    s_units = {u.code_file.path: u for u in s_side.units}
+    t_units = {u.code_file.path: u for u in t_side.units}
+    ifs_at = {(d.path, d.line): d for d in report.ifs}
+    lost_at = {(c.path, c.line): c for c in report.lost_calls}
+    loops_at = {(lp.path, lp.line): lp for lp in report.unrolled_loops}
+    view.lost, view.unrolled, view.baked, view.ifs = (report.lost_calls, report.unrolled_loops,
+                                                      report.baked_constants, report.ifs)
+    tally: dict[str, int] = {}
+    for d in report.ifs:
+        label = TAKEN.get(d.taken, (d.taken, "ambiguous"))[0]
+        if d.taken == "neither" and getattr(d, "reason", "") != "not_run":
+            label = "neither branch"
+        tally[label] = tally.get(label, 0) + 1
+    view.counts = sorted(tally.items())
+
+    def function_view(fid: str, unit, fn, side: str) -> FileView:
+        lines_all = highlight(unit.text)
+        first, last = fn.span.line, fn.span.end_line
+        lines = [LineView(number=i, tokens=lines_all[i - 1]) for i in range(first, min(last, len(lines_all)) + 1)]
+        view_ = FileView(id=fid, path=unit.code_file.path, name=unit.code_file.path, grammar=unit.code_file.grammar,
+                         lines=lines)
+        by_number = {lv.number: lv for lv in lines}
+        if side == "script":
+            for if_ in fn.ifs:
+                lv = by_number.get(if_.span.line)
+                if lv is None:
+                    continue
+                d = ifs_at.get((unit.code_file.path, if_.span.line))
+                cond = if_.condition
+                mark = Mark(id=f"{fid}i{lv.number}", what="if", kind=cond.kind,
+                            label=f"if · {KINDS[cond.kind][0]}", text=cond.text,
+                            resolved=cond.resolved if cond.resolved != cond.text else None,
+                            sources=[(s.ref, s.kind, s.type) for s in cond.sources], function=fn.qualified_name)
+                if d is not None:
+                    label, css = TAKEN.get(d.taken, (d.taken, "ambiguous"))
+                    if d.taken == "neither" and d.reason != "not_run":
+                        label, css = "neither branch", "ambiguous"
+                    mark.diff, mark.diff_class = label, css
+                    why = f"reason: {d.reason}"
+                    if d.evidence:
+                        why += "; evidence: " + ", ".join(
+                            f"{c.call} ({c.script_line}→{c.trace_line})" for c in d.evidence[:4])
+                    if d.missing:
+                        why += "; missing from the trace: " + ", ".join(c.call for c in d.missing[:4])
+                    mark.note = why
+                else:
+                    mark.diff, mark.diff_class = "not compared", "notrun"
+                lv.mark = mark
+            for loop in fn.loops:
+                lv = by_number.get(loop.span.line)
+                u = loops_at.get((unit.code_file.path, loop.span.line))
+                if lv is None or u is None:
+                    continue
+                lv.css += " unrolled"
+                times = "?" if u.iterations is None else str(u.iterations)
+                lv.note = "loop kept by the trace" if u.kept else f"unrolled: the trace repeats its body {times} times"
+            for call in fn.calls:
+                c = lost_at.get((unit.code_file.path, call.span.line))
+                lv = by_number.get(call.span.line)
+                if c is not None and lv is not None and "lost" not in lv.css:
+                    lv.css += " lost"
+                    lv.note = f"lost: the trace never calls {c.call}"
+        return view_
+
+    k = 0
+    for md in report.modules:
+        s_unit, t_unit = s_units.get(md.script_path), t_units.get(md.trace_path)
+        if s_unit is None or t_unit is None:
+            continue
+        s_fn = _find_function(s_unit.code_file, md.script_function)
+        t_fn = _find_function(t_unit.code_file, md.trace_function)
+        if s_fn is None or t_fn is None:
+            continue
+        evidence = {c.trace_line for d in report.ifs if d.module == md.module for c in d.evidence if c.trace_line}
+        s_view = function_view(f"{pair_id}s{k}", s_unit, s_fn, "script")
+        t_view = function_view(f"{pair_id}t{k}", t_unit, t_fn, "trace")
+        for lv in t_view.lines:
+            if lv.number in evidence:
+                lv.css += " evidence"
+        view.rows.append({"module": md.module, "script": s_view, "trace": t_view, "cost": md.cost,
+                          "matched": md.matched})
+        k += 1
+    return view
+
+
+def _find_function(cf: CodeFile, qualified: str) -> Optional[Function]:
+    for fn in _functions(cf):
+        if fn.qualified_name == qualified:
+            return fn
+    for fn in _functions(cf):
+        if fn.name == qualified.rsplit(".", 1)[-1]:
+            return fn
+    return None
+
+
+def input_paths(paths: Iterable[str]) -> list[tuple[str, Optional[str]]]:
+    """Inputs as ``check`` expands them (directories walked for archives and ``.code`` files)."""
+    from ..check import expand_inputs
+
+    return expand_inputs(os.fspath(p) for p in paths)

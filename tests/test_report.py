@@ -1,0 +1,78 @@
+"""`codeparse report` without a browser: the command, the page's self-containment,
+escaping, lazy imports.  What a person sees is tested in test_report_browser.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from codeparse.cli import main
+from codeparse.report import build_report
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHIVE = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
+SCRIPT = ROOT / "fixtures" / "text" / "custom_model" / "script.code"
+TRACE = ROOT / "fixtures" / "text" / "custom_model" / "trace.code"
+
+
+def test_report_command_writes_one_self_contained_page(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", str(ARCHIVE), "-o", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    html = out.read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>")
+    # Nothing is fetched: no external URL in any attribute, and a policy that forbids it.
+    assert "default-src 'none'" in html
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:|//)""", html)
+    assert "@import" not in html and "url(" not in html
+    # Summary facts read off the archive.
+    assert "TorchScript archive (zip)" in html
+    assert "PyTorch 1.5 – 2.x (version record 3, grammar torchscript-v2)" in html
+    assert "__torch__.CustomModel" in html
+    # One lazily rendered code view per code file (11 entries), each in a <template>.
+    assert html.count('<template id="tpl-a0f') == 11
+    assert html.count('<details class="file"') == 11
+
+
+def test_report_of_a_pair_and_of_code_files(tmp_path):
+    out = tmp_path / "pair.html"
+    assert main(["report", str(SCRIPT), "--script", str(SCRIPT), "--trace", str(TRACE), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert 'class="pair"' in html
+    assert html.count("frozen (then)") >= 2 and "frozen (else)" in html
+    assert html.count('class="line lost"') == 3
+
+
+def test_usage_errors_and_unreadable_inputs(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", "--script", str(SCRIPT), "-o", str(out)]) == 2
+    assert "--script and --trace go together" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "missing.pt"), "-o", str(out)]) == 2
+    assert "cannot be read: CP301 cannot read input: no such file or directory" in out.read_text(encoding="utf-8")
+
+
+def test_input_text_reaches_html_only_escaped(tmp_path):
+    code = tmp_path / "x.code"
+    code.write_text('def forward(self,\n    s: str) -> str:\n  if torch.eq(s, "<script>alert(1)</script>&amp;"):\n'
+                    '    _0 = s\n  else:\n    _0 = s\n  return _0\n', encoding="utf-8")
+    html, status = build_report([str(code)])
+    assert status == 0
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;amp;" in html
+    assert html.count("<script>") == 1  # the page's own script only
+
+
+def test_parse_and_check_never_import_jinja2_or_pygments():
+    code = (
+        "import sys\n"
+        "from codeparse.cli import main\n"
+        f"main(['check', {str(ARCHIVE)!r}, '--format', 'json'])\n"
+        f"main(['parse', {str(SCRIPT)!r}, '--format', 'json'])\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jinja2', 'pygments', 'markupsafe', 'playwright')"
+        " or m.startswith('codeparse.report'))\n"
+        "sys.stderr.write(repr(bad))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.stderr == "[]"
