@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from codeparse.report import write_report
 
@@ -109,6 +110,7 @@ def open_file(page, name: str):
     details = page.locator("details.file", has=page.locator(".fname", has_text=re.compile(re.escape(name) + "$")))
     if not details.evaluate("d => d.open"):
         details.locator("> summary").click()
+    expect(details).to_have_attribute("data-rendered", "1")  # the toggle event renders it
     return details
 
 
@@ -168,7 +170,7 @@ def test_code_views_render_lazily(pages, open_report):
     assert page.locator("template").count() == 11
     assert page.locator("main .line").count() == 0  # nothing rendered before a file is opened
     open_file(page, "code/__torch__.py")
-    assert page.locator("main .line").count() == 49
+    expect(page.locator("main .line")).to_have_count(49)
     assert page.locator("details.file[data-rendered]").count() == 1
 
 
@@ -226,6 +228,7 @@ def test_links_from_findings_to_lines_and_back(pages, open_report):
     page = w.page
     row = page.locator("tr.frow", has=page.locator("td", has_text="CP201"))
     row.locator("a.to-line").click()
+    expect(page.locator(".line.target")).to_be_focused()
     focused = page.evaluate("document.activeElement.id")
     assert re.fullmatch(r"L-a0f\d+-22", focused)
     line = page.locator(f"[id='{focused}']")
@@ -233,8 +236,8 @@ def test_links_from_findings_to_lines_and_back(pages, open_report):
     assert "if _2:" in line.locator(".src").inner_text()
     # ...and back: the finding link in the line's details selects the table row.
     line.locator("a.to-finding").click()
-    assert page.evaluate("document.activeElement.id") == row.get_attribute("id")
-    assert "target" in row.get_attribute("class")
+    expect(row).to_be_focused()
+    expect(row).to_have_class(re.compile(r"\btarget\b"))
 
 
 def test_keyboard_reaches_every_if(pages, open_report):
@@ -243,6 +246,7 @@ def test_keyboard_reaches_every_if(pages, open_report):
     for details in page.locator("details.file").all():
         if not details.evaluate("d => d.open"):
             details.locator("> summary").click()
+        expect(details).to_have_attribute("data-rendered", "1")
     wanted = set(page.locator(".line.mark[data-what=if]").evaluate_all("els => els.map(e => e.id)"))
     assert wanted
     page.locator("h1").click()
@@ -319,7 +323,7 @@ def test_directory_report_has_an_index_section_per_archive(tmp_path, open_report
     assert [s.get_attribute("id") for s in page.locator("section.input").all()] == ["a0", "a1", "a2", "a3"]
     assert "unreadable" in index.locator("tr", has=page.locator("a", has_text="broken.pt")).inner_text()
     index.locator("a", has_text="params.script.pt").click()
-    assert page.evaluate("location.hash") == "#a3"
+    expect(page).to_have_url(re.compile("#a3$"))
     section = page.locator("section#a3")
     assert "params.script.pt" in section.locator("h2").inner_text()
     assert "CP305 the zip archive is damaged" in page.locator("section#a0 .error").inner_text()
