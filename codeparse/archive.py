@@ -231,12 +231,13 @@ def _refuse(path: str, code: str, **args: object) -> Exception:
     return error
 
 
-def _open_zip(path: str, policy: Policy) -> tuple[ZipReader, int]:
-    """Open ``path`` as a zip within the entry-count limit; raise InputError otherwise."""
+def _open_zip(path: str, policy: Policy, data: Optional[bytes] = None) -> tuple[ZipReader, int]:
+    """Open ``path`` (or ``data``, its bytes, e.g. standard input) as a zip within the
+    entry-count limit; raise InputError otherwise."""
     import zipfile
 
     try:
-        handle = open(path, "rb")
+        handle = io.BytesIO(data) if data is not None else open(path, "rb")
     except FileNotFoundError:
         raise _refuse(path, "CP301", reason="no such file") from None
     except IsADirectoryError:
@@ -363,6 +364,19 @@ def _debug_entry(reader: ZipReader, name: str) -> Optional[str]:
     return None
 
 
+# torch writes an empty code file for each TorchBind class an archive uses
+# (`code/__torch__/torch/classes/quantized.py` in every quantized model): not an empty input.
+_TORCHBIND_FOLDER = "/code/__torch__/torch/classes/"
+
+
+def _placeholder_ok(code_file: CodeFile) -> CodeFile:
+    """``code_file`` without CP109 when it is a TorchBind placeholder (see above)."""
+    if _TORCHBIND_FOLDER not in code_file.path or not any(d.code == "CP109" for d in code_file.diagnostics):
+        return code_file
+    kept = [d for d in code_file.diagnostics if d.code != "CP109"]
+    return code_file.model_copy(update={"diagnostics": kept})
+
+
 def _legacy_hook() -> Optional[Callable[..., Any]]:
     try:
         legacy = importlib.import_module(".legacy", __package__)
@@ -420,15 +434,18 @@ def _mobile_bytecode(reader: ZipReader) -> list[dict]:
 
 
 def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
-                 grammar: Optional[str] = None) -> Archive:
-    """Read a saved TorchScript archive into an :class:`Archive` (see the module docs)."""
+                 grammar: Optional[str] = None, data: Optional[bytes] = None) -> Archive:
+    """Read a saved TorchScript archive into an :class:`Archive` (see the module docs).
+
+    ``data``: the archive's bytes when it is not a file (``check -`` reads standard input);
+    ``path`` is then only its name in findings."""
     from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
     from .grammar import load_semantics
     from .resolve import parse_program, resolve
 
     shown = os.fspath(path)
     policy = policy or Policy()
-    reader, count = _open_zip(shown, policy)
+    reader, count = _open_zip(shown, policy, data)
     try:
         layout, prefixes = _code_prefixes(reader)
         if not prefixes and layout != "model.json":
@@ -454,6 +471,7 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
             files, parse_findings = parse_program([(reader.display(n), d) for n, d in entries], grammar)
             findings.extend(parse_findings)
             legacy_root = None
+        files = [_placeholder_ok(cf) for cf in files]
         parsed = {cf.path for cf in files}
         for name, data in entries:
             display = reader.display(name)
@@ -463,7 +481,8 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
             try:
                 # Debug info is a few times the size of its code; the cap bounds what a
                 # hostile pickle can build from memo references.
-                line_map = read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))), max_rows=len(data) + 1)
+                line_map = read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))), max_rows=len(data) + 1,
+                                          max_chars=policy.max_debug_chars)
             except EntryRefused as refused:
                 findings.append(refused.finding)
                 continue
@@ -476,6 +495,9 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
             maps[display] = line_origins(decode_text(data), line_map)
         root_class = legacy_root or _root_class(reader, root_name)
         findings.extend(_mobile_bytecode(reader))
+        from .scan import archive_pickle_findings
+
+        findings.extend(archive_pickle_findings(reader))
         return resolve(
             path=shown, layout=layout, root=reader.root, version=version, entries=count, files=files,
             maps=maps, root_class=root_class, findings=findings,
@@ -522,7 +544,7 @@ def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -
             display = reader.display(name)
             try:
                 data = reader.read(name)
-                yield parse_bytes(data, display, grammar), decode_text(data)
+                yield _placeholder_ok(parse_bytes(data, display, grammar)), decode_text(data)
             except EntryRefused as refused:
                 finding = dict(refused.finding, path=display)
                 yield CodeFile(path=display, grammar=grammar or "unread", classes=[], functions=[],

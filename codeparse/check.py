@@ -12,6 +12,7 @@ the command line, which wins::
     max-entry-bytes = 67108864
     max-total-bytes = 536870912
     max-ratio = 200
+    max-debug-chars = 33554432         # distinct source text one .debug_pkl may rebuild (CP315)
 
 Severities: every finding has the severity of its row in :mod:`codeparse.codes`.  A
 branch on tensor values (CP201) is a *warning*: by default (``fail-on = "error"``)
@@ -54,6 +55,7 @@ _KEYS = {
     "max-entry-bytes": "max_entry_bytes", "max_entry_bytes": "max_entry_bytes",
     "max-total-bytes": "max_total_bytes", "max_total_bytes": "max_total_bytes",
     "max-ratio": "max_ratio", "max_ratio": "max_ratio",
+    "max-debug-chars": "max_debug_chars", "max_debug_chars": "max_debug_chars",
 }
 
 
@@ -145,43 +147,45 @@ def fails(finding: Finding, policy: Policy) -> bool:
 # ------------------------------------------------------------------------- inputs
 
 
-def _holds_code(path: Path) -> bool:
-    """For archives met in a directory walk: a zip with a TorchScript code folder."""
-    import zipfile
+# The `problem` of a file met in a directory walk that is no model file but is named like
+# one (`notes.pt`): listed as kind `other`, not an error (issue 11).
+NOT_A_MODEL = "not a model file"
 
-    from .archive import _entry_count, sniff
 
+def _walk_entry(f: Path, models_only: bool = False) -> Optional[tuple[str, Optional[str]]]:
+    """A file met in a directory walk: checked (the bytes decide), listed, or passed over."""
+    from .filekind import MODEL_SUFFIXES, recognize
+
+    suffix = f.suffix.lower()
+    if suffix in CHECK_CODE_SUFFIXES:
+        return None if models_only else (str(f), None)
     try:
-        kind = sniff(path)
-        if kind == "pytorch1":
-            return True
-        if kind != "zip":
-            return False
-        with open(path, "rb") as handle:
-            if _entry_count(handle) > Policy().max_entries:
-                return True  # the check reports it (CP308) without parsing the directory
-        with zipfile.ZipFile(path) as zf:
-            return any("/code/" in n or "/.data/ts_code/" in n for n in zf.namelist())
-    except Exception:  # noqa: BLE001 - damaged in any way: let the check report why
-        return True
+        kind = recognize(f).kind
+    except OSError as exc:
+        return (str(f), exc.strerror or str(exc))
+    if kind != "other":
+        return (str(f), None)
+    return (str(f), NOT_A_MODEL) if suffix in MODEL_SUFFIXES else None
 
 
-def expand_inputs(paths: Iterable[str]) -> list[tuple[str, Optional[str]]]:
+def expand_inputs(paths: Iterable[str], models_only: bool = False) -> list[tuple[str, Optional[str]]]:
     """``(path, problem)`` for every input: directories are walked recursively (sorted)
-    for archives (by suffix, and holding TorchScript code) and ``.code`` files."""
-    from .archive import ARCHIVE_SUFFIXES
-
+    for model files (recognised by their bytes, :mod:`codeparse.filekind`) and ``.code``
+    files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input."""
     out: list[tuple[str, Optional[str]]] = []
     for raw in paths:
+        if raw == "-":
+            out.append((raw, None))
+            continue
         p = Path(raw)
         if p.is_dir():
             found = []
             for f in sorted(p.rglob("*")):
                 if not f.is_file():
                     continue
-                suffix = f.suffix.lower()
-                if suffix in CHECK_CODE_SUFFIXES or (suffix in ARCHIVE_SUFFIXES and _holds_code(f)):
-                    found.append((str(f), None))
+                entry = _walk_entry(f, models_only)
+                if entry is not None:
+                    found.append(entry)
             if not found:
                 out.append((raw, "directory holds no archives or .code files"))
             out.extend(found)
@@ -196,18 +200,56 @@ def _whole(code: str, path: str, **args: Any) -> Finding:
     return Finding.model_validate(diagnostic(code, path, None, **args))
 
 
-def check_input(path: str, policy: Policy, problem: Optional[str] = None) -> InputReport:
-    """Check one archive or code file (never raises for bad input)."""
-    from .api import InputError, parse_file
+def read_stdin() -> bytes:
+    """All of standard input, as bytes (``check -``)."""
+    import sys
+
+    stream = sys.stdin
+    if stream is None:
+        return b""
+    buffer = getattr(stream, "buffer", None)
+    return buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")
+
+
+def _kind(path: str, data: Optional[bytes], policy: Policy):
+    from .filekind import recognize, recognize_bytes
+
+    try:
+        return recognize_bytes(data, policy.max_entries) if data is not None else recognize(path, policy.max_entries)
+    except OSError:
+        return None  # the readers below say why
+
+
+def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: Optional[bytes] = None,
+                scan_only: bool = False) -> InputReport:
+    """Check one input: a model file of any kind (by its bytes) or code text (never raises
+    for bad input).  ``data`` holds its bytes when it is not a file (``-``: standard input).
+    ``scan_only``: the pickle checks alone (``codeparse scan``)."""
+    from .api import InputError, parse_bytes, parse_file
     from .archive import is_archive_path, read_archive
     from .resolve import condition_finding, to_finding
 
+    if problem == NOT_A_MODEL:
+        return InputReport(path=path, kind="other", readable=True)
     if problem is not None:
         return InputReport(path=path, kind="code", readable=False,
                            findings=_filter([_whole("CP301", path, reason=problem)], policy, force=True))
-    if is_archive_path(path):
+    if path == "-" and data is None:
+        data = read_stdin()
+    if scan_only:
+        from .scan import scan_only as scan
+
+        report = scan(path, policy, data)
+        return report.model_copy(update={"findings": _filter(report.findings, policy, force=not report.readable)})
+    kind = _kind(path, data, policy)
+    if kind is not None and kind.kind not in ("torchscript", "other"):
+        from .scan import scan_input
+
+        report = scan_input(path, kind, policy, data)
+        return report.model_copy(update={"findings": _filter(report.findings, policy, force=not report.readable)})
+    if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
         try:
-            archive = read_archive(path, policy)
+            archive = read_archive(path, policy, data=data)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
             return InputReport(path=path, kind="archive", readable=False,
@@ -216,7 +258,7 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None) -> Inp
         return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
                            findings=_filter(archive.findings, policy))
     try:
-        code_file = parse_file(path)
+        code_file = parse_file(path) if data is None else parse_bytes(data, path)
     except InputError as exc:
         return InputReport(path=path, kind="code", readable=False,
                            findings=_filter([_whole(exc.code, path, reason=exc.message)], policy, force=True))
@@ -237,9 +279,10 @@ def _filter(findings: Iterable[Finding], policy: Policy, force: bool = False) ->
     return [f for f in findings if force or selected(f.code, policy)]
 
 
-def _check_safely(path: str, policy: Policy, problem: Optional[str]) -> InputReport:
+def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optional[bytes] = None,
+                  scan_only: bool = False) -> InputReport:
     try:
-        return check_input(path, policy, problem)
+        return check_input(path, policy, problem, data, scan_only)
     except RecursionError:
         reason = "nested too deeply to read"
     except MemoryError:
@@ -251,7 +294,7 @@ def _check_safely(path: str, policy: Policy, problem: Optional[str]) -> InputRep
 
 
 def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, jobs: int = 1,
-          progress: Optional[Callable[[InputReport], None]] = None) -> Report:
+          progress: Optional[Callable[[InputReport], None]] = None, *, scan_only: bool = False) -> Report:
     """Check archives, code files and directories of them; see the module docs.
 
     ``policy`` defaults to the nearest ``pyproject.toml``'s ``[tool.codeparse]``.
@@ -260,21 +303,24 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     """
     if policy is None:
         policy = load_policy()
-    inputs = expand_inputs(os.fspath(p) for p in paths)
+    inputs = expand_inputs((os.fspath(p) for p in paths), models_only=scan_only)
     reports: list[InputReport] = []
+    stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
+    if stdin is not None:
+        jobs = 1  # standard input is read once, here
     if jobs > 1 and len(inputs) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(inputs))) as pool:
             results = pool.map(_check_safely, [p for p, _ in inputs], repeat(policy),
-                               [problem for _, problem in inputs], chunksize=1)
+                               [problem for _, problem in inputs], repeat(None), repeat(scan_only), chunksize=1)
             for report in results:
                 reports.append(report)
                 if progress is not None:
                     progress(report)
     else:
         for path, problem in inputs:
-            report = _check_safely(path, policy, problem)
+            report = _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only)
             reports.append(report)
             if progress is not None:
                 progress(report)

@@ -54,10 +54,20 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     style = {"error": "bold red", "warning": "yellow", "info": "dim"}
     for item in report.inputs:
         head = f"{item.path} ({item.kind}"
-        head += f", {item.files} code files, {item.branches} ifs)" if item.readable else ", unreadable)"
+        if not item.readable:
+            head += ", unreadable)"
+        elif item.kind in ("archive", "code") and not item.pickles:
+            head += f", {item.files} code files, {item.branches} ifs)"
+        elif item.kind in ("archive", "checkpoint", "pickle", "pt2"):
+            head += f", {len(item.pickles)} pickle(s) scanned)"
+        elif item.kind == "other":
+            head += ": not a model file; not checked)"
+        else:
+            head += ")"
         console.print(Text(for_text(head), style="bold"))
         if not item.findings:
-            console.print("  no findings")
+            if item.kind != "other":
+                console.print("  no findings")
             continue
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))
         table.add_column("where", overflow="fold")
@@ -83,7 +93,7 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
 
 
 def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, config: Optional[str],
-              out: TextIO, err: TextIO, color: Optional[bool] = None) -> int:
+              out: TextIO, err: TextIO, color: Optional[bool] = None, scan_only: bool = False) -> int:
     """The ``check`` command with its streams given: returns the exit code."""
     import importlib
 
@@ -109,7 +119,7 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
             bar.advance(task)
 
     try:
-        report = checker.check(paths, policy, jobs=jobs, progress=advance)
+        report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only)
     finally:
         if bar is not None:
             bar.stop()
@@ -153,12 +163,15 @@ def register(group: click.Group) -> None:
                   help="Most bytes all entries read from one archive may inflate to.")
     @click.option("--max-ratio", type=click.IntRange(min=1), default=None,
                   help="Highest inflated/stored size ratio of an entry read.")
+    @click.option("--max-debug-chars", type=click.IntRange(min=1), default=None,
+                  help="Most characters of distinct source text one .debug_pkl may rebuild (CP315).")
     @click.option("--config", default=None, metavar="PYPROJECT",
                   help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
     @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
     def check_command(paths: tuple[str, ...], fmt: str, jobs: int, select: Optional[str], ignore: Optional[str],
                       fail_on: Optional[str], max_entries: Optional[int], max_entry_bytes: Optional[int],
-                      max_total_bytes: Optional[int], max_ratio: Optional[int], config: Optional[str],
+                      max_total_bytes: Optional[int], max_ratio: Optional[int], max_debug_chars: Optional[int],
+                      config: Optional[str],
                       color: Optional[bool]) -> int:
         """Check saved TorchScript archives (.pt, .ptl, .zip, torch.package...), .code files
         and directories of them; report coded findings.
@@ -169,5 +182,27 @@ def register(group: click.Group) -> None:
         options = {
             "select": select, "ignore": ignore, "fail_on": fail_on, "max_entries": max_entries,
             "max_entry_bytes": max_entry_bytes, "max_total_bytes": max_total_bytes, "max_ratio": max_ratio,
+            "max_debug_chars": max_debug_chars,
         }
         return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color)
+
+    @group.command("scan")
+    @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                  help="table for people; json (one Report), jsonl (one InputReport per line), sarif (2.1.0).")
+    @click.option("--select", default=None, metavar="CODES", help="Comma-separated codes or prefixes to report.")
+    @click.option("--ignore", default=None, metavar="CODES", help="Comma-separated codes or prefixes never reported.")
+    @click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+                  help="Lowest severity that fails the scan (default: error, or pyproject's fail-on).")
+    @click.option("--config", default=None, metavar="PYPROJECT",
+                  help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
+    @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
+    def scan_command(paths: tuple[str, ...], fmt: str, select: Optional[str], ignore: Optional[str],
+                     fail_on: Optional[str], config: Optional[str], color: Optional[bool]) -> int:
+        """Scan the pickles of model files (TorchScript archives, torch.save checkpoints, .pt2,
+        plain pickles) for the globals they name, without unpickling: CP330 dangerous,
+        CP331 unknown, CP332 unreadable.  Directories are walked; the bytes decide.
+        """
+        options = {"select": select, "ignore": ignore, "fail_on": fail_on}
+        return run_check(list(paths), fmt, options, 1, config, sys.stdout, sys.stderr, color=color, scan_only=True)
+

@@ -71,6 +71,14 @@ CODES: dict[str, Code] = {
         Code("CP319", "no_version_record", "the archive has no version record (`version` or `.data/version`)", "warning"),
         Code("CP320", "duplicate_entry", "entry {entry} is stored {count} times; the first is read", "warning"),
         Code("CP321", "undeclared_attribute", "{ref} is read, but {type} declares no attribute {name}", "error"),
+        # -- model files recognised by their bytes, pickle safety (issue 11): CP322-CP339 --
+        Code("CP322", "lfs_pointer", "a Git LFS pointer, not the model: object {oid} ({size} bytes) is not fetched, so nothing was checked", "warning"),
+        Code("CP323", "torch_checkpoint", "torch.save checkpoint ({content}): {pickles} pickle(s) scanned, {globals} global(s) named; no TorchScript code to check", "info"),
+        Code("CP324", "plain_pickle", "plain pickle: {pickles} pickle(s) scanned, {globals} global(s) named", "info"),
+        Code("CP325", "torch_export_archive", "torch.export archive ({content}): {pickles} pickle(s) scanned, {globals} global(s) named; no TorchScript code to check", "info"),
+        Code("CP330", "pickle_dangerous_global", "pickle {entry} names {global_name} (byte {offset}): loading the file calls it, and it can run commands or code", "error"),
+        Code("CP331", "pickle_unknown_global", "pickle {entry} names {global_name} (byte {offset}), which is neither known safe nor known dangerous", "warning"),
+        Code("CP332", "pickle_unreadable", "pickle {entry} cannot be walked ({reason}); the globals it names are not all known", "warning"),
         # -- operators and diff (issue 4): CP220-CP239 --
         Code("CP220", "unknown_operator", "operator {operator} (called as {callee}, {count} times) is not known to torch {torch}", "warning"),
         Code("CP221", "script_failed", "torch.jit.script failed: {message}", "error"),

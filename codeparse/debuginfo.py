@@ -145,14 +145,15 @@ class LineMap:
         return filename, line
 
 
-def _source(src: Any, table: Optional[list]) -> tuple[str, Optional[str], int]:
+def _source(src: Any, table: Optional[list], max_chars: int = MAX_SOURCE_CHARS) -> tuple[str, Optional[str], int]:
     if not isinstance(src, tuple) or len(src) != 3:
         raise DebugInfoError("a source is not a 3-tuple")
     text, filename, start_line = src
     if table is not None:
         try:
-            if not isinstance(text, (list, tuple)) or sum(len(table[i]) for i in text) > MAX_SOURCE_CHARS:
-                raise DebugInfoError("a source text is too long or not a list of lines")
+            if not isinstance(text, (list, tuple)) or sum(len(table[i]) for i in text) > max_chars:
+                raise DebugInfoError(f"a source text is too long (over {max_chars} characters, --max-debug-chars) "
+                                     "or not a list of lines")
             text = "".join(table[i] for i in text)
             filename = table[filename] if filename is not None else None
         except (IndexError, TypeError) as exc:
@@ -164,13 +165,26 @@ def _source(src: Any, table: Optional[list]) -> tuple[str, Optional[str], int]:
     return text, filename, start_line
 
 
-def _rows(raw: Any, table: Optional[list], max_rows: Optional[int]) -> list[Row]:
+def _source_key(src: Any) -> Any:
+    """Sources equal in content share one entry: a trace writes the same call stack
+    (string-table indices) once per row, and torch itself builds each text once."""
+    try:
+        if isinstance(src, tuple) and len(src) == 3:
+            text = src[0]
+            return (tuple(text) if isinstance(text, list) else text, src[1], src[2])
+        return id(src)
+    except TypeError:  # an unhashable part: not a real source; _source says why
+        return id(src)
+
+
+def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
+          max_chars: int = MAX_SOURCE_CHARS) -> list[Row]:
     if not isinstance(raw, (tuple, list)):
         raise DebugInfoError("the ranges are not a tuple")
     if max_rows is not None and len(raw) > max_rows:
         raise DebugInfoError(f"{len(raw)} ranges for {max_rows - 1} bytes of code")
-    sources: dict[int, tuple[str, Optional[str], int]] = {}
-    budget = MAX_SOURCE_CHARS  # characters of source text built, over all sources
+    sources: dict[Any, tuple[str, Optional[str], int]] = {}
+    budget = max_chars  # characters of distinct source text built, over all sources
     out: list[Row] = []
     for item in raw:
         if not isinstance(item, tuple) or len(item) not in (2, 3) or not isinstance(item[0], int):
@@ -181,20 +195,21 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int]) -> list[Row]
         if not isinstance(rng, tuple) or len(rng) != 3:
             raise DebugInfoError("a row has no source range")
         src, start, end = rng
-        key = id(src)
+        key = _source_key(src)
         if key not in sources:
-            sources[key] = _source(src, table)
+            sources[key] = _source(src, table, max_chars)
             budget -= len(sources[key][0])
             if budget < 0:
-                raise DebugInfoError("the source texts are too long")
+                raise DebugInfoError(f"the source texts are too long (over {max_chars} characters, --max-debug-chars)")
         text, filename, start_line = sources[key]
         start = start if isinstance(start, int) else 0
         out.append((item[0], text, filename, start_line, start, end if isinstance(end, int) else start))
     return out
 
 
-def read_debug_pkl(data: bytes, max_rows: Optional[int] = None) -> LineMap:
-    """Read a ``.debug_pkl`` (any layout); ``max_rows`` caps the ranges (one per code byte at most).
+def read_debug_pkl(data: bytes, max_rows: Optional[int] = None, max_chars: int = MAX_SOURCE_CHARS) -> LineMap:
+    """Read a ``.debug_pkl`` (any layout); ``max_rows`` caps the ranges (one per code byte at most),
+    ``max_chars`` the distinct source text rebuilt (``Policy.max_debug_chars``).
 
     Raises :class:`ForbiddenGlobal` if it names a global it should not, and
     :class:`DebugInfoError` if it is not a source-range table.
@@ -211,8 +226,8 @@ def read_debug_pkl(data: bytes, max_rows: Optional[int] = None) -> LineMap:
         table = value[1]
         if not isinstance(table, (tuple, list)) or not all(isinstance(s, str) for s in table):
             raise DebugInfoError("the string table holds non-strings")
-        return LineMap(_rows(value[2], list(table), max_rows))
-    return LineMap(_rows(value, None, max_rows))
+        return LineMap(_rows(value[2], list(table), max_rows, max_chars))
+    return LineMap(_rows(value, None, max_rows, max_chars))
 
 
 def line_origins(text: str, line_map: LineMap) -> dict[int, tuple[str, int]]:

@@ -294,17 +294,39 @@ class Policy(Node):
     max_entry_bytes: int = Field(default=64 << 20, description="Most bytes one entry read may inflate to.")
     max_total_bytes: int = Field(default=512 << 20, description="Most bytes all entries read may inflate to.")
     max_ratio: int = Field(default=200, description="Highest inflated/stored size ratio of an entry read.")
+    max_debug_chars: int = Field(
+        default=32 << 20, description="Most characters of distinct source text one `.debug_pkl` may rebuild (CP315)."
+    )
+
+
+class PickleReport(Node):
+    """One pickle of an input, walked opcode by opcode (never unpickled)."""
+
+    entry: str = Field(description="The pickle: the archive entry (`model/data.pkl`, `m/data/sample_inputs/model.pt!archive/data.pkl`) or the file name.")
+    globals: list[str] = Field(description="Every global it names (`module.name`), in order of first appearance.")
+    opcodes: int = Field(description="Opcodes walked.")
+    dangerous: list[str] = Field(default_factory=list, description="Those the data table calls dangerous (CP330).")
+    unknown: list[str] = Field(default_factory=list, description="Those neither allowed nor dangerous (CP331).")
+    error: Optional[str] = Field(default=None, description="Why the walk stopped early (CP332); null when it reached STOP.")
+
+
+InputKind = Literal["archive", "code", "checkpoint", "pickle", "pt2", "lfs_pointer", "other"]
 
 
 class InputReport(Node):
     """The result of checking one input (an archive or a code file)."""
 
     path: str = Field(description="The input as given (files found in a directory are listed one by one).")
-    kind: Literal["archive", "code"] = Field(description="What the input was read as.")
+    kind: InputKind = Field(
+        description="What the input was read as, from its bytes: `archive` (TorchScript), `code` (text), "
+        "`checkpoint` (torch.save), `pickle`, `pt2` (torch.export), `lfs_pointer`, `other` (no model file; "
+        "listed in a directory walk, not checked)."
+    )
     readable: bool = Field(description="False when the input could not be read at all (exit 2).")
     files: int = Field(default=0, description="Code files (entries) read.")
     branches: int = Field(default=0, description="`if` statements found (reachable ones, for archives).")
     findings: list[Finding] = Field(default_factory=list, description="Findings the policy selects, in order.")
+    pickles: list[PickleReport] = Field(default_factory=list, description="Every pickle walked, with the globals it names.")
 
 
 class Report(Node):

@@ -135,11 +135,12 @@ def test_directories_are_walked_and_code_files_checked(capsys, no_pyproject):
     (tree / "a" / "b" / "m.pt").write_bytes(CUSTOM_SCRIPT.read_bytes())
     (tree / "a" / "x.code").write_text((ROOT / "fixtures" / "text" / "custom_model" / "script.code").read_text())
     (tree / "a" / "notes.txt").write_text("ignored")
-    (tree / "a" / "other.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # a zip without code: skipped
+    (tree / "a" / "other.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # a zip without code: listed (issue 11)
     code, out, _ = run(capsys, "check", tree, "--format", "jsonl", "--select", "CP201")
     reports = [InputReport.model_validate_json(l) for l in out.splitlines()]
-    assert [(Path(r.path).name, r.kind) for r in reports] == [("m.pt", "archive"), ("x.code", "code")]
-    assert [len(r.findings) for r in reports] == [1, 1]
+    assert [(Path(r.path).name, r.kind) for r in reports] == [("m.pt", "archive"), ("other.zip", "other"),
+                                                              ("x.code", "code")]
+    assert [len(r.findings) for r in reports] == [1, 0, 1]
     assert code == 0
 
 

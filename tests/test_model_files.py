@@ -1,0 +1,293 @@
+"""Every model file is recognised by its bytes, and every pickle is scanned without unpickling
+(issue 11).  Inputs: fixtures/files/ (made by torch 2.13 with fixtures/generate_files.py) and
+malicious pickles built opcode by opcode here, whose payload would create a file in a temp
+folder.  That a payload *would* run is shown in a subprocess only, never in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import codeparse
+from codeparse.check import check, expand_inputs
+from codeparse.cli import main
+from codeparse.codes import CODES
+from codeparse.filekind import recognize
+from codeparse.models import Policy
+from codeparse.picklescan import classify, scan_pickle, scan_stream
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ROOT / "fixtures" / "files"
+GENERATOR_SOURCE = (ROOT / "fixtures" / "generate_files.py").read_text(encoding="utf-8")
+
+KINDS = {
+    "state_dict.pt": "checkpoint", "pickled_module.pth": "checkpoint", "legacy_checkpoint.pt": "checkpoint",
+    "quantized.script.pt": "torchscript", "quantized_state_dict.pt": "checkpoint", "exported.pt2": "pt2",
+    "renamed.bin": "torchscript", "large_trace.pt": "torchscript", "plain.pkl": "pickle",
+    "lfs_pointer.pt": "lfs_pointer", "notes.pt": "other", "malicious.script.pt": "torchscript",
+    "malicious_memo.pkl": "pickle",
+}
+
+
+def codes(report) -> list[str]:
+    return [f.code for item in report.inputs for f in item.findings]
+
+
+def one(path: Path, **policy):
+    return check([str(path)], Policy(**policy))
+
+
+# ------------------------------------------------------------------ recognition
+
+
+def test_every_fixture_file_is_recognised_by_its_bytes():
+    assert {p.name for p in FILES.iterdir() if p.name != "files.json"} == set(KINDS)
+    assert {name: recognize(FILES / name).kind for name in KINDS} == KINDS
+
+
+@pytest.mark.parametrize("name, kind, expected, exit_code", [
+    ("state_dict.pt", "checkpoint", ["CP323"], 0),
+    ("pickled_module.pth", "checkpoint", ["CP323"], 0),
+    ("legacy_checkpoint.pt", "checkpoint", ["CP323"], 0),
+    ("quantized_state_dict.pt", "checkpoint", ["CP323"], 0),
+    ("plain.pkl", "pickle", ["CP324"], 0),
+    ("exported.pt2", "pt2", ["CP325"], 0),
+    ("lfs_pointer.pt", "lfs_pointer", ["CP322"], 0),
+])
+def test_model_files_named_alone(name, kind, expected, exit_code):
+    report = one(FILES / name)
+    assert report.inputs[0].kind == kind and report.inputs[0].readable
+    assert codes(report) == expected and report.exit_code == exit_code
+
+
+def test_checkpoint_messages_say_what_they_hold():
+    messages = {name: one(FILES / name).inputs[0].findings[0].message for name in
+                ("state_dict.pt", "pickled_module.pth", "legacy_checkpoint.pt", "exported.pt2", "lfs_pointer.pt")}
+    assert messages["state_dict.pt"].startswith("torch.save checkpoint (state dict or tensors): 1 pickle(s) scanned")
+    assert messages["pickled_module.pth"].startswith("torch.save checkpoint (pickled module)")
+    assert "legacy format): 5 pickle(s) scanned" in messages["legacy_checkpoint.pt"]
+    assert messages["exported.pt2"].startswith("torch.export archive (torch.export.save): 1 pickle(s) scanned")
+    assert "not fetched" in messages["lfs_pointer.pt"] and CODES["CP322"].severity == "warning"
+
+
+def test_pt2_nested_checkpoint_pickle_is_scanned():
+    item = check([str(FILES / "exported.pt2")], Policy(), scan_only=True).inputs[0]
+    assert [p.entry for p in item.pickles] == ["exported/data/sample_inputs/model.pt!archive/data.pkl"]
+    assert "torch._utils._rebuild_tensor_v2" in item.pickles[0].globals
+
+
+def test_pickled_module_lists_its_globals():
+    item = check([str(FILES / "pickled_module.pth")], Policy()).inputs[0]
+    assert item.pickles[0].entry == "pickled_module/data.pkl"
+    assert item.pickles[0].globals == [
+        "torch.nn.modules.container.Sequential", "builtins.set", "collections.OrderedDict",
+        "torch.nn.modules.linear.Linear", "torch._utils._rebuild_parameter", "torch._utils._rebuild_tensor_v2",
+        "torch.FloatStorage", "torch.nn.modules.activation.ReLU"]
+    assert item.pickles[0].dangerous == [] and item.pickles[0].unknown == []
+
+
+def test_renamed_torchscript_archive_is_checked_as_an_archive():
+    item = one(FILES / "renamed.bin").inputs[0]
+    assert item.kind == "archive" and item.files == 3 and item.findings == []
+
+
+def test_quantized_model_torchbind_placeholder_is_not_an_empty_input():
+    archive = codeparse.open_archive(FILES / "quantized.script.pt")
+    placeholder = [f for f in archive.files if f.path.endswith("code/__torch__/torch/classes/quantized.py")]
+    assert len(placeholder) == 1 and placeholder[0].diagnostics == []
+    assert "CP109" not in {f.code for f in archive.findings}
+    assert one(FILES / "quantized.script.pt").exit_code == 0
+    # an empty standalone input still is one
+    assert codeparse.parse_text("", path="empty.code").diagnostics[0].code == "CP109"
+
+
+def test_large_trace_debug_info_is_read_and_its_limit_is_an_option():
+    """torch.jit.load reads this trace; its .debug_pkl repeats a 14 kB call stack per row."""
+    archive = codeparse.open_archive(FILES / "large_trace.pt")
+    assert "CP315" not in {f.code for f in archive.findings}
+    entry = f"{FILES / 'large_trace.pt'}!large_trace/code/__torch__.py"
+    assert len(archive.source_map[entry]) > 2000
+    small = one(FILES / "large_trace.pt", max_debug_chars=10_000)
+    assert codes(small) == ["CP315"] and "--max-debug-chars" in small.inputs[0].findings[0].message
+
+
+def test_directory_walk_looks_at_content(tmp_path):
+    inputs = dict(expand_inputs([str(FILES)]))
+    assert {Path(p).name for p in inputs} == set(KINDS)
+    assert inputs[str(FILES / "notes.pt")] == "not a model file"
+    report = check([str(FILES)], Policy())
+    by_name = {Path(i.path).name: i for i in report.inputs}
+    assert by_name["notes.pt"].kind == "other" and by_name["notes.pt"].readable
+    assert by_name["notes.pt"].findings == []
+    assert report.exit_code == 1  # the malicious archive: CP330 is an error; notes.pt is not
+    # files without a model suffix that are no model are passed over in silence
+    (tmp_path / "README.md").write_text("# models\n")
+    (tmp_path / "weights").write_bytes((FILES / "state_dict.pt").read_bytes())
+    assert [(Path(p).name, problem) for p, problem in expand_inputs([str(tmp_path)])] == [("weights", None)]
+
+
+def test_notes_named_alone_is_an_error_as_before():
+    report = one(FILES / "notes.pt")
+    assert codes(report) == ["CP304"] and report.exit_code == 2
+
+
+def test_check_reads_an_archive_and_code_text_from_stdin():
+    archive = (ROOT / "fixtures" / "archives" / "custom_model.script.pt").read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-m", "codeparse", "check", "-", "--format", "jsonl"], input=archive,
+                         capture_output=True, env=env, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    item = codeparse.models.InputReport.model_validate_json(run.stdout.splitlines()[0])
+    assert item.path == "-" and item.kind == "archive" and item.files == 11
+    assert "CP201" in {f.code for f in item.findings}
+    text = (ROOT / "fixtures" / "text" / "custom_model" / "script.code").read_bytes()
+    run = subprocess.run([sys.executable, "-m", "codeparse", "check", "-", "--format", "jsonl", "--select", "CP201"],
+                         input=text, capture_output=True, env=env, cwd=ROOT)
+    item = codeparse.models.InputReport.model_validate_json(run.stdout)
+    assert item.kind == "code" and [f.code for f in item.findings] == ["CP201"] and run.returncode == 0
+
+
+# ------------------------------------------------------------- pickle scanning
+
+
+def payload(target: Path, how: str) -> bytes:
+    """The generator's hand-built malicious pickles (fixtures/generate_files.py), for `target`."""
+    namespace: dict = {}
+    start = GENERATOR_SOURCE.index("def payload_pickle")
+    end = GENERATOR_SOURCE.index("def replace_entry")
+    exec(compile("import struct\nPAYLOAD_FILE = 'codeparse-pickle-ran'\n" + GENERATOR_SOURCE[start:end],
+                 "generate_files.py", "exec"), namespace)
+    return namespace["payload_pickle"](str(target), how)
+
+
+def runs_in_a_subprocess(data: bytes, tmp_path: Path) -> bool:
+    """Load `data` with pickle in a child process; True when the payload created its file."""
+    blob = tmp_path / "payload.bin"
+    blob.write_bytes(data)
+    subprocess.run([sys.executable, "-c", "import pickle,sys; pickle.loads(open(sys.argv[1],'rb').read())",
+                    str(blob)], capture_output=True, timeout=60)
+    return (tmp_path / "codeparse-pickle-ran").exists()
+
+
+@pytest.mark.parametrize("how, global_name", [
+    ("global", "posix.system"), ("stack_global_memo", "os.system"), ("exec", "builtins.exec"),
+])
+def test_malicious_pickles_are_found_and_never_run(tmp_path, how, global_name):
+    data = payload(tmp_path, how)
+    target = tmp_path / "codeparse-pickle-ran"
+    # inside this process: scanning names the global and runs nothing
+    scan = scan_pickle(data, "x.pkl")
+    assert scan.error is None and global_name in scan.globals and classify(global_name) == "dangerous"
+    path = tmp_path / "evil.pkl"
+    path.write_bytes(data)
+    report = check([str(path)], Policy())
+    assert codes(report) == ["CP324", "CP330"] and report.exit_code == 1
+    assert not target.exists()
+    # in a child process, pickle itself runs it: the scan was right to call it dangerous
+    assert runs_in_a_subprocess(data, tmp_path)
+
+
+def test_malicious_torchscript_archive_fails_check_with_cp330(tmp_path):
+    data = payload(tmp_path, "stack_global_memo")
+    evil = tmp_path / "model.pt"
+    with zipfile.ZipFile(FILES / "renamed.bin") as zin, zipfile.ZipFile(evil, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(info, data if info.filename.endswith("/data.pkl") else zin.read(info))
+    report = check([str(evil)], Policy())
+    cp330 = [f for f in report.inputs[0].findings if f.code == "CP330"]
+    assert [f.args["global_name"] for f in cp330] == ["os.system"] and f"!renamed/data.pkl" not in cp330[0].path
+    assert cp330[0].args["entry"] == "renamed/data.pkl" and report.exit_code == 1
+    assert check([str(evil)], Policy(ignore=["CP330"])).exit_code == 0  # selectable by code
+    assert not (tmp_path / "codeparse-pickle-ran").exists()
+    fixture = check([str(FILES / "malicious.script.pt")], Policy())
+    assert [f.args["global_name"] for f in fixture.inputs[0].findings if f.code == "CP330"] == ["posix.system"]
+
+
+def proto4(body: bytes) -> bytes:
+    return b"\x80\x04\x95" + struct.pack("<Q", len(body)) + body
+
+
+@pytest.mark.parametrize("data, globals_, error", [
+    (b"\x80\x02(cos\nsystem\nS'true'\no.", ["os.system"], None),  # INST-style: MARK, GLOBAL, OBJ
+    (b"\x80\x02(S'true'\nios\nsystem\n.", ["os.system"], None),  # INST
+    (b"\x80\x02\x82\x01)R.", ["<copyreg extension 1>"], None),  # EXT1
+    (b"\x80\x02cbuiltins\ngetattr\n.", ["builtins.getattr"], None),
+    (b"\x80\x02c__builtin__\neval\n.", ["builtins.eval"], None),  # Python 2 spelling
+    (b"\x80\x02coperator\nattrgetter\n.", ["operator.attrgetter"], None),
+    (b"\x80\x02cos\nsystem\n", ["os.system"], "pickle exhausted before seeing STOP"),
+    (proto4(b"K\x01K\x02\x93."), [], "STACK_GLOBAL at byte 15 takes operands that are not known strings"),
+    (proto4(b"h\x05\x93."), [], "memo key 5 read before it is written (byte 11)"),
+    (b"\x80\x02\xff.", [], None),
+])
+def test_opcode_walk(data, globals_, error):
+    scan = scan_pickle(data, "p")
+    assert scan.globals == globals_
+    if data == b"\x80\x02\xff.":
+        assert scan.error is not None and "opcode" in scan.error
+    else:
+        assert scan.error == error
+
+
+def test_unknown_and_unreadable_pickles_in_check(tmp_path):
+    unknown = tmp_path / "unknown.pkl"
+    unknown.write_bytes(b"\x80\x02cmylib.models\nNet\n)\x81.")
+    truncated = tmp_path / "truncated.pkl"
+    truncated.write_bytes(pickle.dumps({"a": [1, 2, 3]}, protocol=4)[:-5])
+    report = check([str(unknown), str(truncated)], Policy())
+    assert codes(report) == ["CP324", "CP331", "CP324", "CP332"]
+    assert report.exit_code == 0  # warnings; fail-on error
+    assert report.inputs[0].findings[1].args["global_name"] == "mylib.models.Net"
+
+
+def test_every_torch_made_pickle_is_known_safe():
+    """The fixture archives and files made by torch name only allowed globals."""
+    archives = sorted((ROOT / "fixtures" / "archives").glob("*.pt"))
+    report = check([str(p) for p in archives] + [str(FILES / n) for n in KINDS if "malicious" not in n
+                                                 and n != "notes.pt"], Policy(select=["CP33"]))
+    assert codes(report) == []
+
+
+def test_severities_come_from_the_data_table():
+    from codeparse.grammar import grammar_dir
+
+    table = tomllib.loads((grammar_dir() / "pickle-globals.toml").read_text(encoding="utf-8"))
+    for section in ("dangerous", "unknown", "unreadable"):
+        assert CODES[table[section]["code"]].severity == table[section]["severity"]
+    for name in ("os.system", "posix.system", "nt.system", "subprocess.Popen", "builtins.eval", "builtins.exec",
+                 "builtins.getattr", "builtins.__import__", "builtins.compile", "builtins.open", "runpy._run_code",
+                 "importlib.import_module", "marshal.loads", "pickle.loads", "socket.socket", "shutil.rmtree",
+                 "sys.modules", "webbrowser.open", "operator.attrgetter"):
+        assert classify(name) == "dangerous", name
+    for name in ("torch._utils._rebuild_tensor_v2", "torch.FloatStorage", "collections.OrderedDict",
+                 "__torch__.CustomModel", "torch.jit._pickle.restore_type_tag"):
+        assert classify(name) == "allowed", name
+
+
+def test_scan_command(capsys):
+    code = main(["scan", str(FILES), "--format", "jsonl"])
+    out = capsys.readouterr().out
+    reports = [codeparse.models.InputReport.model_validate_json(line) for line in out.splitlines()]
+    assert code == 1
+    by_name = {Path(r.path).name: r for r in reports}
+    assert set(by_name) == set(KINDS)
+    assert [f.code for f in by_name["malicious.script.pt"].findings] == ["CP330"]
+    assert by_name["renamed.bin"].files == 0 and len(by_name["renamed.bin"].pickles) == 3  # no code parsed
+    assert main(["scan", str(FILES / "state_dict.pt")]) == 0
+    capsys.readouterr()
+    assert main(["scan", str(ROOT / "fixtures" / "text" / "params" / "script.code")]) == 2
+    assert "CP304" in capsys.readouterr().out
+
+
+def test_scan_stream_walks_consecutive_pickles():
+    data = pickle.dumps(1, protocol=2) + pickle.dumps({"x": 1}, protocol=2) + b"\x00raw bytes"
+    scans = scan_stream(data, "legacy.pt")
+    assert [s.entry for s in scans] == ["legacy.pt", "legacy.pt#1"] and all(s.error is None for s in scans)
