@@ -90,7 +90,8 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
 
 
 def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
-               owner: Optional[str] = None, _extra: Iterable[dict] = (), *, types=None) -> CodeFile:
+               owner: Optional[str] = None, _extra: Iterable[dict] = (), *, types=None,
+               functions=None) -> CodeFile:
     """Parse TorchScript code text into a :class:`CodeFile`.
 
     ``path`` names the input in diagnostics (``-`` by default) and, for archive
@@ -100,6 +101,9 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     functions are then named ``__torch__.M.forward``.  ``types`` (used by the archive
     reader) maps a qualified class name to ``(kind, declared attributes)`` of the other
     classes of an archive, so that ``self.layer1.conv`` gets its role and type.
+    ``functions`` (also the archive reader's) maps a qualified name to the
+    :class:`~codeparse.inference.Callee` of a function of another file, so that calls
+    into it are followed.
     """
     shown = path if path is not None else "-"
     detected = None if grammar else detect_grammar(text)
@@ -114,7 +118,7 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
         diagnostics.append(diagnostic("CP109", shown, None))
     parsed = parse_statements(source, g)
     diagnostics.extend(parsed.diagnostics)
-    extractor = Extractor(source, g, _sem(), module_name_for(path), owner, types)
+    extractor = Extractor(source, g, _sem(), module_name_for(path), owner, types, functions)
     classes, functions = extractor.file(parsed.body)
     if extractor.reader.too_deep is not None:
         at = extractor.reader.too_deep
@@ -140,7 +144,8 @@ def decode_text(data: bytes) -> str:
     return _without_bom(data.decode("utf-8", errors="replace"))
 
 
-def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None) -> CodeFile:
+def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None,
+                functions=None) -> CodeFile:
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
     nul = data.find(0)
     if nul != -1:
@@ -153,7 +158,7 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=
         at = len(data[: exc.start].decode("utf-8", errors="replace"))
         source = SourceText(text, path)
         extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
-    return parse_text(_without_bom(text), path, grammar, _extra=extra, types=types)
+    return parse_text(_without_bom(text), path, grammar, _extra=extra, types=types, functions=functions)
 
 
 def parse_file(path: str | Path, grammar: Optional[str] = None) -> CodeFile:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from .expressions import ExpressionReader
 from .grammar import Grammar
-from .inference import Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
+from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
 from .parser import Stmt
 from .source import SourceText
 
@@ -30,8 +30,13 @@ class Extractor:
     """Turns the statements of one file into class and function data."""
 
     def __init__(self, source: SourceText, grammar: Grammar, sem: Semantics, module: Optional[str],
-                 owner: Optional[str] = None, types=None):
+                 owner: Optional[str] = None, types=None, functions=None):
         self.source = source
+        # Optional: qualified name -> Callee of the functions of other files of an archive
+        # (codeparse.resolve), consulted after this file's own functions (rule 3).
+        self.functions = functions
+        self.callees: dict[str, Callee] = {}
+        self._active: set = getattr(functions, "active", None) or set()
         # Optional: qualified class name -> (class kind, declared attributes) of the
         # other classes of an archive (codeparse.resolve); None outside archives.
         self.types = types
@@ -51,13 +56,24 @@ class Extractor:
 
     # -- files and classes -------------------------------------------------------
     def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
+        # Every function is prepared (definitions, returns) before any condition is read,
+        # so that calls to functions later in the text are followed too.
         classes, functions = [], []
         for stmt in body:
             if stmt.kind == "class":
                 classes.append(self.class_def(stmt))
             elif stmt.kind == "def":
-                functions.append(self.function(stmt, self.owner, None))
-        return classes, functions
+                functions.append(self._prepare(stmt, self.owner, None))
+        for cls in classes:
+            cls["methods"] = [self._finish(m) for m in cls["methods"]]
+        return classes, [self._finish(f) for f in functions]
+
+    def lookup(self, qualified: str) -> Optional[Callee]:
+        """A callee whose body is available: in this text first, then in the archive."""
+        found = self.callees.get(qualified)
+        if found is None and self.functions is not None:
+            found = self.functions(qualified)
+        return found
 
     def class_def(self, stmt: Stmt) -> dict:
         name = stmt.group("name")
@@ -98,7 +114,7 @@ class Extractor:
             elif k == "def":
                 defs.append(child)
         declared = self._declared(parameters, buffers, attributes)
-        methods = [self.function(d, qualified, declared) for d in defs]
+        methods = [self._prepare(d, qualified, declared) for d in defs]
         return {
             "name": name,
             "qualified_name": qualified,
@@ -154,6 +170,9 @@ class Extractor:
 
     # -- functions -----------------------------------------------------------------
     def function(self, stmt: Stmt, owner: Optional[str], declared) -> dict:
+        return self._finish(self._prepare(stmt, owner, declared))
+
+    def _prepare(self, stmt: Stmt, owner: Optional[str], declared):
         text = self.text
         src = self.source
         name = stmt.group("name")
@@ -179,13 +198,26 @@ class Extractor:
         else:
             qualified = name
 
+        class_owner = owner or self_type or (qualified.rpartition(".")[0] if "." in qualified else None)
         facts = FunctionFacts(params=annotations, declared=declared, self_name=self.sem.self_name,
-                              types=self._attribute_types if self.types is not None else None)
+                              types=self._attribute_types if self.types is not None else None,
+                              owner=class_owner if params and params[0]["name"] == self.sem.self_name else None,
+                              functions=self.lookup)
         for pname, ann in annotations.items():
             facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
         walk = _Walk(self, facts)
         walk.block(stmt.body, 0, ())
         inference = Inference(text, self.reader, facts, self.sem)
+        callee = Callee(qualified, inference, [(p["name"], p["default"] is not None) for p in params],
+                        stmt.group("returns"), self._active)
+        self.callees.setdefault(qualified, callee)
+        if self.functions is not None and hasattr(self.functions, "register"):
+            self.functions.register(qualified, callee)
+        return stmt, name, qualified, params, facts, walk, inference, declared
+
+    def _finish(self, state) -> dict:
+        stmt, name, qualified, params, facts, walk, inference, declared = state
+        src = self.source
 
         body_start = stmt.body[0].start if stmt.body else stmt.end
         calls, self_refs, receivers = self._scan(body_start, stmt.block_end, inference, walk.target_spans)
@@ -367,12 +399,36 @@ class _Walk:
                     Definition(name, kind, bound, element, scopes, annotation, start)
                 )
 
+    def mutation(self, span: tuple[int, int], scopes, start: int) -> None:
+        """``torch.append(l, v)``: a definition of ``l`` (rule 2)."""
+        ex = self.ex
+        text = ex.text
+        paren = text.find("(", span[0], span[1])
+        if paren == -1:
+            return
+        op = ex.sem.operator(text[span[0]:paren])
+        if op is None or op.rpartition(":")[2] not in ex.sem.mutators:
+            return
+        from .expressions import CallExpr, Name
+
+        node = ex.reader.read(*span)
+        if isinstance(node, CallExpr) and node.args and isinstance(node.args[0], Name):
+            name = node.args[0].id
+            if name in self.facts.defs:
+                self.facts.defs[name].append(Definition(name, "mutate", span, None, scopes, None, start))
+
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
         for s in stmts:
             k = s.kind
             if k == "assign":
                 self.bind(s.span_of("targets"), "assign", s.span_of("value"), scopes, s.start,
                           s.group("type") if "type" in s.match.groupdict() else None)
+                self.mutation(s.span_of("value"), scopes, s.start)
+            elif k == "expr":
+                self.mutation(s.span_of("value"), scopes, s.start)
+            elif k == "return":
+                if s.group("value"):
+                    self.facts.returns.append((s.span_of("value"), scopes))
             elif k in ("if", "elif"):
                 test = s.span_of("test")
                 self.ifs.append((s, depth, scopes))

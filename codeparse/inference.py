@@ -5,34 +5,57 @@ The printed text is close to SSA: every value is bound once to a name (``_2``,
 assign the same name.  This module follows names back to their definitions
 (def-use), resolves locals to paths from ``self`` (``conv = layer1.conv`` after
 ``layer1 = self.layer1`` is ``self.layer1.conv``), and classifies each condition by
-its sources (``../shared/DESIGN.md`` §5):
+its sources (README "What a condition depends on"; the tables are
+``grammars/semantics.toml`` ``[conditions]``, which ``tests/ir_oracle.py`` reads too):
 
-* walking down from the condition, an operator listed in ``grammars/semantics.toml``
-  ``[conditions]`` marks everything beneath it with its kind; the innermost mark wins;
-* a source with no mark above it has its natural kind: an argument is ``argument``,
-  a read of ``self`` state is ``attribute``, a runtime query is ``runtime``, a name
-  that cannot be followed is ``unknown``; literals are not sources;
-* a value assigned inside an ``if`` (or loop) and used outside it also depends on
-  that ``if``'s condition (the loop's iteration), as in TorchScript's own IR where it
-  is an output of the ``prim::If`` (``prim::Loop``) node;
-* the condition's kind is the highest-priority kind among its sources, ``constant``
-  when it has none.
+1. runtime readers (operators by name, compiled helpers by fully qualified name) are
+   sources of kind ``runtime``, reached directly or through a local bound to them;
+2. a marking operator over a Tensor keeps its mark when nothing beneath it is a named
+   source (the operand's text is the source); list mutators (``torch.append(l, v)``)
+   are definitions of the list;
+3. calls are followed: a receiver rooted at ``self`` is a source, and where the
+   callee's body is available (same text, or any file of an archive through the
+   ``functions`` hook) the call depends on what the callee's return values depend on,
+   mapped from its parameters to the call's arguments (a summary per function,
+   memoized; a call back into a function whose summary is being computed adds
+   nothing); without the body, on its arguments;
+4. only operators are marked by name (``__torch__.*`` functions are user code);
+5. conversions mark ``tensor_value`` only on a Tensor; types come from declarations,
+   casts, container element types, operator schemas (``grammars/operators.json.gz``)
+   and return annotations;
+6. ``lengths.tolist()`` on a local is a method call on ``lengths``;
+7. a value defined inside a loop depends on the loop's test or iterable, wherever it is
+   used; a value defined inside an ``if`` and used outside it depends on its condition;
+8. walking down from the condition, the first marking operator met (the one nearest
+   the condition) decides the kind of everything beneath it;
+9. sources are listed deciding source first, then by kind priority, then by position
+   in the resolved text.
+
+Recursion depth: definitions are evaluated on demand, bottom-up in textual order
+(:meth:`Inference._prepare`, an iterative walk), so a chain of thousands of
+temporaries is evaluated one link at a time against memoized results instead of by
+one recursive descent per link.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq, walk
 
-__all__ = ["Definition", "Scope", "FunctionFacts", "Semantics", "Inference", "PRIORITY"]
+__all__ = ["Definition", "Scope", "FunctionFacts", "Semantics", "Inference", "Callee", "CalleeRegistry",
+           "PRIORITY"]
 
 PRIORITY = ("tensor_value", "tensor_shape", "argument", "attribute", "runtime", "unknown", "constant")
 _RANK = {k: i for i, k in enumerate(PRIORITY)}
 _MAX_RESOLVED = 2000  # characters of a resolved condition before it stops expanding
 _MAX_RESOLVE_DEPTH = 24
+_MAX_TYPE_DEPTH = 200  # nested operands typed before a type is given up
+_MAX_REF = 60  # characters of an operand's text used as a source's name
 _EMPTY: tuple[frozenset, frozenset] = (frozenset(), frozenset())
+_VALUE_MARKS = ("tensor_value", "tensor_shape")
 
 
 def _union(results: list) -> tuple[frozenset, frozenset]:
@@ -41,6 +64,13 @@ def _union(results: list) -> tuple[frozenset, frozenset]:
     if len(results) == 1:
         return results[0]
     return (frozenset().union(*(r[0] for r in results)), frozenset().union(*(r[1] for r in results)))
+
+
+def _remark(found: frozenset, mark: Optional[str]) -> frozenset:
+    """Rule 8: a mark above replaces the marks beneath it (runtime sources keep theirs)."""
+    if not mark:
+        return found
+    return frozenset((ref, mark if nat != "runtime" else m, nat, typ) for ref, m, nat, typ in found)
 
 
 @dataclass(frozen=True)
@@ -55,10 +85,11 @@ class Scope:
 
 @dataclass
 class Definition:
-    """One binding of a name: an assignment, a for target, or a parameter."""
+    """One binding of a name: an assignment, a for target, a parameter, or a mutation
+    (``torch.append(l, v)`` defines ``l``; ``value`` is then the whole call)."""
 
     name: str
-    kind: str  # "assign", "for", "with", "param"
+    kind: str  # "assign", "for", "with", "param", "mutate"
     value: Optional[tuple[int, int]]  # span of the value expression
     element: Optional[int]  # index into a tuple value that is not a display
     scopes: tuple[Scope, ...]
@@ -78,6 +109,12 @@ class FunctionFacts:
     # Declarations of other classes (an archive's), for paths of more than one step:
     # qualified class name -> its declared attributes, or None when unknown.
     types: Optional[Callable[[str], Optional[dict[str, tuple[str, Optional[str]]]]]] = None
+    # The class a method belongs to (qualified), or None for free functions and bare text.
+    owner: Optional[str] = None
+    # Callees whose body is available: qualified name -> Callee, or None (rule 3).
+    functions: Optional[Callable[[str], Optional["Callee"]]] = None
+    # `return` values: (span, scopes).
+    returns: list[tuple[tuple[int, int], tuple[Scope, ...]]] = field(default_factory=list)
 
 
 class Semantics:
@@ -102,10 +139,14 @@ class Semantics:
         self.tensor_types = frozenset(data["classes"]["tensor_types"])
         self.value_ops = frozenset(cond["tensor_value"])
         self.shape_ops = frozenset(cond["tensor_shape"])
+        self.prim_shape_ops = frozenset(cond["prim_tensor_shape"])
         self.shape_prefix: str = cond["tensor_shape_prefix"]
         self.tensor_only = frozenset(cond["tensor_only"])
         self.conversions = frozenset(cond["tensor_value_conversions"])
         self.runtime = frozenset(cond["runtime"])
+        self.runtime_prefixes = tuple(cond["runtime_prefixes"])
+        self.runtime_functions = frozenset(cond["runtime_functions"])
+        self.mutators = frozenset(cond["list_mutators"])
 
     def operator(self, callee: str) -> Optional[str]:
         """``torch.conv2d`` -> ``aten::conv2d``; ``ops.prim.dtype`` -> ``prim::dtype``."""
@@ -123,13 +164,24 @@ class Semantics:
                     return template.format(op=rest)
         return None
 
-    def mark(self, op_name: str) -> Optional[str]:
-        """The condition kind an operator (without namespace) marks its operands with."""
-        if op_name in self.runtime:
+    def is_runtime_op(self, op_name: str) -> bool:
+        return op_name in self.runtime or op_name.startswith(self.runtime_prefixes)
+
+    def is_runtime_function(self, qualified: str) -> bool:
+        """Rule 1: a compiled helper named in the table, by its full name."""
+        return qualified.partition(".")[2] in self.runtime_functions
+
+    def mark(self, target: str) -> Optional[str]:
+        """The condition kind an operator (``aten::size``) marks its operands with."""
+        ns, _, op_name = target.rpartition(":")
+        ns = ns.rstrip(":")
+        if self.is_runtime_op(op_name):
             return "runtime"
         if op_name in self.value_ops:
             return "tensor_value"
         if op_name in self.shape_ops or op_name.startswith(self.shape_prefix):
+            return "tensor_shape"
+        if ns == "prim" and op_name in self.prim_shape_ops:
             return "tensor_shape"
         return None
 
@@ -147,6 +199,247 @@ def literal_type(node: Expr, sem: Semantics) -> Optional[str]:
     return None
 
 
+# -- types (rule 5) ----------------------------------------------------------------------
+
+
+def _split_top(text: str) -> list[str]:
+    """``Dict[str, Tensor], int`` -> [``Dict[str, Tensor]``, ``int``]."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def element_type(typ: Optional[str], index: Optional[int] = None) -> Optional[str]:
+    """The type of ``x[i]`` for ``x`` of type ``typ``: ``List[T]`` -> T, ``Dict[K, V]`` -> V,
+    ``Tuple[A, B]`` with a literal index -> that element, ``Tensor`` -> ``Tensor``."""
+    if not typ:
+        return None
+    if typ.startswith("Optional[") and typ.endswith("]"):
+        typ = typ[len("Optional["):-1]
+    if typ == "Tensor":
+        return "Tensor"
+    if typ == "str":
+        return "str"
+    head, _, rest = typ.partition("[")
+    if not rest.endswith("]"):
+        return None
+    parts = _split_top(rest[:-1])
+    if head == "List" and len(parts) == 1:
+        return parts[0]
+    if head == "Dict" and len(parts) == 2:
+        return parts[1]
+    if head == "Tuple" and index is not None and 0 <= index < len(parts):
+        return parts[index]
+    return None
+
+
+_SCHEMA_SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str", "complex": "complex",
+                   "Tensor": "Tensor", "ScalarType": "int", "Device": "Device", "Layout": "int",
+                   "SymInt": "int", "MemoryFormat": "int"}
+
+
+def _schema_type(text: str) -> str:
+    """An operator schema's type (``Tensor(a!)``, ``int[]``, ``Tensor?``) in printed form."""
+    text = text.strip()
+    paren = text.find("(")
+    if paren != -1:
+        close = text.find(")", paren)
+        text = text[:paren] + text[close + 1:]
+    optional = text.endswith("?")
+    text = text.rstrip("?")
+    if text.endswith("[]"):
+        inner = _schema_type(text[:-2])
+        text = f"List[{inner}]"
+    else:
+        text = _SCHEMA_SCALARS.get(text, text)
+    return f"Optional[{text}]" if optional else text
+
+
+@functools.cache
+def _overloads() -> dict[str, list[tuple[list[str], int, Optional[str]]]]:
+    """operator -> [(positional parameter types, required count, return type)] from the
+    bundled table ``grammars/operators.json.gz`` (read on first use)."""
+    from .operators import load_table
+
+    out: dict[str, list] = {}
+    for name, (suffixes, _codes) in load_table()["operators"].items():
+        entries = []
+        for suffix in suffixes:
+            open_ = suffix.find("(")
+            arrow = suffix.rfind(") -> ")
+            if open_ == -1 or arrow == -1:
+                continue
+            params, required = [], 0
+            for part in _split_top(suffix[open_ + 1:arrow]):
+                if part == "*":
+                    break
+                if part == "...":
+                    params = None
+                    break
+                typ, _, rest = part.rpartition(" ")
+                params.append(_schema_type(typ))
+                if "=" not in rest:
+                    required = len(params)
+            if params is None:
+                continue
+            ret = suffix[arrow + len(") -> "):].strip()
+            returns = None if ret.startswith("(") or ret == "()" else _schema_type(ret)
+            entries.append((params, required, returns))
+        out[name] = entries
+    return out
+
+
+def _accepts(param: str, arg: Optional[str]) -> bool:
+    if arg is None or param in ("t", "Any", "t1", "t2"):
+        return True
+    if param.startswith("Optional["):
+        return arg == "NoneType" or _accepts(param[len("Optional["):-1], arg)
+    if param == "Tensor":
+        return arg == "Tensor"
+    if param == "Scalar" or param == "number":
+        return arg in ("int", "float", "bool", "complex")
+    if param == "float":
+        return arg in ("float", "int")
+    if param == "complex":
+        return arg in ("complex", "float", "int")
+    if param in ("int", "bool", "str"):
+        return arg == param
+    if param.startswith("List["):
+        return arg.startswith("List[")
+    return arg == param
+
+
+def operator_return_type(op: str, arg_types: list[Optional[str]]) -> Optional[str]:
+    """The return type of operator ``op`` called with positional arguments of these types,
+    when every overload that accepts them agrees (``aten::div`` on two floats: ``float``)."""
+    return _return_type(op, tuple(arg_types))
+
+
+@functools.lru_cache(maxsize=4096)
+def _return_type(op: str, arg_types: tuple) -> Optional[str]:
+    # The overloads that accept the arguments, and among them those that match the most
+    # argument types exactly (``div(float, float)`` is ``div.float``, not ``div.complex``).
+    best, found = -1, set()
+    for params, required, returns in _overloads().get(op, ()):
+        if not (required <= len(arg_types) <= len(params)):
+            continue
+        if all(_accepts(p, a) for p, a in zip(params, arg_types)):
+            # With an argument of unknown type every accepting overload counts.
+            score = 0 if None in arg_types else sum(1 for p, a in zip(params, arg_types) if p == a)
+            if score > best:
+                best, found = score, {returns}
+            elif score == best:
+                found.add(returns)
+    if len(found) == 1:
+        return found.pop()
+    return None
+
+
+# -- callees (rule 3) --------------------------------------------------------------------
+
+
+class Callee:
+    """A function whose body is available to its callers: its parameters and a summary
+    of what its return values depend on, computed once (memoized) on first use."""
+
+    def __init__(self, qualified: str, inference: "Inference", params: list[tuple[str, bool]],
+                 returns: Optional[str], active: set):
+        self.qualified = qualified
+        self.inference = inference
+        self.params = params  # (name, has default), `self` included
+        self.returns = returns
+        self._active = active  # qualified names whose summaries are being computed
+        self._summary: Optional[frozenset] = None
+
+    computed = 0  # summaries computed, all callees together (a test counts them)
+
+    def summary(self) -> frozenset:
+        if self._summary is not None:
+            return self._summary
+        if self.qualified in self._active:
+            return frozenset()  # recursion cut: the cycle adds nothing
+        # Callees first, in post-order of an iterative walk, so that every summary is
+        # computed once, against memoized summaries, without one recursion per call level.
+        order: list[Callee] = []
+        seen = {id(self)}
+        stack = [(self, iter(self.callees()))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                order.append(node)
+            elif id(child) not in seen and child._summary is None:
+                seen.add(id(child))
+                stack.append((child, iter(child.callees())))
+        for callee in order:
+            callee._compute()
+        return self._summary if self._summary is not None else frozenset()
+
+    def callees(self) -> list["Callee"]:
+        """The callees with a body that this function calls directly."""
+        inf = self.inference
+        out = []
+        for span in inf.value_spans():
+            for node in walk(inf.tree(span)):
+                if isinstance(node, CallExpr):
+                    found = inf._callee_of(node)
+                    if found is not None and found is not self:
+                        out.append(found)
+        return out
+
+    def _compute(self) -> None:
+        if self._summary is not None or self.qualified in self._active:
+            return
+        self._active.add(self.qualified)
+        try:
+            inf = self.inference
+            parts = []
+            for span, scopes in inf.facts.returns:
+                node = inf.tree(span)
+                inf._prepare(node)
+                parts.append(inf._visit(node, scopes))
+            result = _union(parts)[0]
+        finally:
+            self._active.discard(self.qualified)
+        Callee.computed += 1
+        self._summary = result
+
+
+class CalleeRegistry:
+    """The functions of several files (an archive's), for following calls across them.
+
+    Files register their functions as they are parsed; a lookup of a name not (yet)
+    registered is recorded per file, so that the caller can parse that file again once
+    every file is known (:func:`codeparse.resolve.parse_program`)."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.callees: dict[str, Callee] = {}
+        self.active: set = set()
+        self.current: Optional[str] = None
+        self.misses: dict[str, set[str]] = {}
+
+    def register(self, qualified: str, callee: Callee) -> None:
+        self.callees[qualified] = callee  # a file parsed again replaces its first reading
+
+    def __call__(self, qualified: str) -> Optional[Callee]:
+        found = self.callees.get(qualified)
+        if found is None and self.current is not None and qualified.startswith(self.root + "."):
+            self.misses.setdefault(self.current, set()).add(qualified)
+        return found
+
+
 class Inference:
     """Def-use resolution and condition classification for one function."""
 
@@ -157,11 +450,23 @@ class Inference:
         self.sem = sem
         self._trees: dict[tuple[int, int], Expr] = {}
         self._paths: dict[str, Optional[str]] = {}
+        self._types: dict[str, Optional[str]] = {}
         self._memo_results: dict = {}
         self._on_stack: dict = {}
         self._low = 0
+        self._prepared: set[str] = set()
+        self._typed: set[str] = set()
 
     # -- trees and names -------------------------------------------------------
+    def value_spans(self) -> list[tuple[int, int]]:
+        """Every expression a definition or a return of the function holds."""
+        facts = self.facts
+        spans = {d.value for defs in facts.defs.values() for d in defs if d.value is not None}
+        spans.update(span for span, _ in facts.returns)
+        scopes = [d.scopes for defs in facts.defs.values() for d in defs] + [sc for _, sc in facts.returns]
+        spans.update(scope.test for group in scopes for scope in group)
+        return sorted(spans)
+
     def tree(self, span: tuple[int, int]) -> Expr:
         node = self._trees.get(span)
         if node is None:
@@ -240,6 +545,8 @@ class Inference:
         if decl is None:
             return None, None
         head, _, rest = path.partition(".")
+        if not rest:
+            return "submodule", self.facts.owner
         if "." in rest:
             if self.facts.types is None:
                 return None, None
@@ -253,16 +560,128 @@ class Inference:
             return role, typ
         return decl.get(rest, ("unknown", None))
 
+    # -- types (rule 5) ----------------------------------------------------------
+    def expr_type(self, node: Expr, depth: int = 0) -> Optional[str]:
+        """The TorchScript type of an expression, when declarations, casts, element types,
+        operator schemas or return annotations decide it; else None."""
+        if depth > _MAX_TYPE_DEPTH:
+            return None
+        sem = self.sem
+        lit = literal_type(node, sem)
+        if lit is not None:
+            return lit
+        if isinstance(node, Name):
+            return self.name_type(node.id)
+        if isinstance(node, Attr):
+            path = self.expr_path(node)
+            if path:
+                return self.declared(path)[1]
+            root = node
+            while isinstance(root, Attr):
+                root = root.value
+            if isinstance(root, Name) and root.id == sem.constants_object:
+                return "Tensor"
+            return None
+        if isinstance(node, Index):
+            base = self.expr_type(node.value, depth + 1)
+            index = None
+            if len(node.items) == 1 and isinstance(node.items[0], Const) and node.items[0].kind == "number":
+                try:
+                    index = int(node.items[0].text)
+                except ValueError:
+                    index = None
+            return element_type(base, index)
+        if isinstance(node, CallExpr):
+            path = self.expr_path(node)
+            if path:
+                return self.declared(path)[1]
+            func = node.func
+            kind, target = self.callee_target(func)
+            if kind == "intrinsic":
+                if target in sem.value_intrinsics and len(node.args) == 2:
+                    return self.text[node.args[0].start:node.args[0].end]
+                return None
+            if kind == "operator" and target:
+                name = target.rpartition(":")[2]
+                if name in sem.conversions or name == "len":
+                    return {"Bool": "bool", "Int": "int", "Float": "float", "Complex": "complex"}.get(name, "int")
+                return operator_return_type(target, [self.expr_type(a, depth + 1) for a in node.args])
+            callee = self._callee_of(node)
+            if callee is not None:
+                return callee.returns
+            method = self._method_operator(node)
+            if method is not None:
+                args = [node.func.value, *node.args]
+                return operator_return_type(method, [self.expr_type(a, depth + 1) for a in args])
+        return None
+
+    def name_type(self, name: str) -> Optional[str]:
+        facts = self.facts
+        if name in facts.params:
+            return facts.params[name]
+        if name in self._types:
+            return self._types[name]
+        self._types[name] = None  # cycle guard
+        found: set = set()
+        for d in facts.defs.get(name, ()):
+            if d.kind == "mutate":
+                continue
+            if d.annotation:
+                found.add(d.annotation)
+                continue
+            value = self.value_of(d)
+            if value is None:
+                found.add(None)
+            elif d.kind == "for":
+                found.add("int" if self._is_range(value) else element_type(self.expr_type(value, 1)))
+            else:
+                found.add(self.expr_type(value, 1))
+        typ = found.pop() if len(found) == 1 else None
+        self._types[name] = typ
+        return typ
+
+    def _warm_types(self, node: Expr) -> None:
+        """Type the names ``node`` depends on first to last in the text (an iterative walk),
+        so that a chain of thousands of temporaries is typed one link at a time."""
+        defs = self.facts.defs
+        todo = [n.id for n in walk(node) if isinstance(n, Name)]
+        found: list[tuple[int, str]] = []
+        while todo:
+            name = todo.pop()
+            if name in self._types or name in self._typed or name not in defs:
+                continue
+            self._typed.add(name)
+            first = None
+            for d in defs[name]:
+                if d.value is None or d.kind == "mutate":
+                    continue
+                first = d.start if first is None else min(first, d.start)
+                if not d.annotation:
+                    todo.extend(n.id for n in walk(self.tree(d.value)) if isinstance(n, Name))
+            if first is not None:
+                found.append((first, name))
+        for _, name in sorted(found):
+            self.name_type(name)
+
+    def _is_range(self, node: Expr) -> bool:
+        return isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "range"
+
+    def _is_tensor(self, node: Expr) -> bool:
+        self._warm_types(node)
+        typ = self.expr_type(node)
+        return typ is not None and typ in self.sem.tensor_types
+
     # -- conditions ------------------------------------------------------------
     # A visit returns the sources beneath a node as a set of
-    # (ref, mark, natural kind, type): `mark` is the innermost marking operator above
-    # the source inside the node (None if none), so an outer mark applies only where
-    # there is none yet.  Results are memoized per name use and per definition; a
-    # result computed while a definition up the stack was re-entered (a loop-carried
-    # value) is incomplete and is not memoized (Tarjan's low-link test).
+    # (ref, mark, natural kind, type): `mark` is the marking operator nearest the
+    # condition above the source inside the node (None if none); an outer mark replaces
+    # it (rule 8).  Results are memoized per name use and per definition; a result
+    # computed while a definition up the stack was re-entered (a loop-carried value) is
+    # incomplete and is not memoized (Tarjan's low-link test).
 
     def condition(self, test: tuple[int, int], scopes: tuple[Scope, ...]) -> dict:
         node = self.tree(test)
+        self._prepare(node)
         found, pins = self._visit(node, scopes)
         pins = dict(pins)
         if isinstance(node, (Name, Attr)):
@@ -278,19 +697,49 @@ class Inference:
                 best[ref] = (kind, typ or (best[ref][1] if ref in best else None))
             elif typ and not best[ref][1]:
                 best[ref] = (best[ref][0], typ)
+        resolved = self.resolved(node)
         sources = [
             {"ref": ref, "kind": kind, "type": typ or pins.get(ref) or "unknown"}
             for ref, (kind, typ) in best.items()
         ]
-        sources.sort(key=lambda s: (_RANK[s["kind"]], s["ref"]))
+        # Rule 9: the deciding source first, then by kind priority, then by position.
+        sources.sort(key=lambda s: (_RANK[s["kind"]], _position(resolved, s["ref"]), s["ref"]))
         kind = sources[0]["kind"] if sources else "constant"
         return {
             "text": self.text[test[0]:test[1]],
-            "resolved": self.resolved(node),
+            "resolved": resolved,
             "kind": kind,
             "sources": sources,
             "none_check": self.none_check(node),
         }
+
+    def _prepare(self, node: Expr) -> None:
+        """Evaluate the definitions ``node`` depends on bottom-up, in textual order.
+
+        An iterative walk collects the names reachable from ``node`` through definitions
+        and enclosing tests; their definitions are then visited from the first in the text
+        to the last, so each visit finds the definitions before it memoized and the
+        recursion stays as shallow as one expression, however long the chain.
+        """
+        defs = self.facts.defs
+        todo = [n.id for n in walk(node) if isinstance(n, Name)]
+        pending: list[Definition] = []
+        while todo:
+            name = todo.pop()
+            if name in self._prepared or name not in defs:
+                continue
+            self._prepared.add(name)
+            for d in defs[name]:
+                if d.value is None:
+                    continue
+                pending.append(d)
+                todo.extend(n.id for n in walk(self.tree(d.value)) if isinstance(n, Name))
+                for scope in d.scopes:
+                    if scope.kind in ("if", "for", "while"):
+                        todo.extend(n.id for n in walk(self.tree(scope.test)) if isinstance(n, Name))
+        pending.sort(key=lambda d: d.start)
+        for d in pending:
+            self._memo(("def", id(d)), lambda d=d: self._visit_def(d))
 
     def _memo(self, key, compute):
         memo = self._memo_results
@@ -328,12 +777,6 @@ class Inference:
             return path, self.declared(path)[1]
         return None, None
 
-    def _is_tensor(self, node: Expr) -> Optional[bool]:
-        _, typ = self._ref_type(node)
-        if typ is None:
-            return None
-        return typ in self.sem.tensor_types
-
     def _visit(self, node: Expr, scopes: tuple[Scope, ...]):
         """(sources, pins) beneath ``node``, used at ``scopes``."""
         sem = self.sem
@@ -349,7 +792,7 @@ class Inference:
         if isinstance(node, Const):
             return _EMPTY
         if isinstance(node, Opaque):
-            return frozenset({(self.text[node.start:node.end][:60], None, "unknown", None)}), frozenset()
+            return frozenset({(self.text[node.start:node.end][:_MAX_REF], None, "unknown", None)}), frozenset()
         if isinstance(node, Attr):
             path = self.expr_path(node)
             if path:
@@ -359,12 +802,28 @@ class Inference:
                 root = root.value
             if isinstance(root, Name) and root.id in (sem.constants_object, "torch", sem.root):
                 return _EMPTY  # CONSTANTS.c0, torch.float32, __torch__.Color.RED: fixed values
-            return self._visit(node.value, scopes)
+            return self._in_loops(self._visit(node.value, scopes), scopes)
         if isinstance(node, (Index, Seq)):
-            return _union([self._visit(child, scopes) for child in node.children()])
+            return self._in_loops(_union([self._visit(child, scopes) for child in node.children()]), scopes)
         if isinstance(node, CallExpr):
-            return self._visit_call(node, scopes)
+            result = self._visit_call(node, scopes)
+            if isinstance(node.func, Name) and node.func.id in sem.intrinsics and node.func.id != "getattr":
+                return result  # `annotate(T, v)`, `range(n)`: no computation of their own
+            return self._in_loops(result, scopes)
         return _EMPTY
+
+    def _in_loops(self, result, scopes: tuple[Scope, ...]):
+        """Rule 7: a value computed inside a loop depends on the loop's test or iterable."""
+        loops = [i for i, scope in enumerate(scopes) if scope.kind in ("for", "while")]
+        if not loops:
+            return result
+        key = ("loops", tuple(scopes[i].key for i in loops))
+        deps = self._memo_results.get(key)
+        if deps is None:
+            deps = _union([self._visit(self.tree(scopes[i].test), scopes[:i]) for i in loops])
+            if not self._on_stack:
+                self._memo_results[key] = deps
+        return _union([result, deps]) if deps[0] else result
 
     def _visit_name(self, name: str, scopes: tuple[Scope, ...]):
         path = self.name_path(name)
@@ -373,10 +832,10 @@ class Inference:
         parts = []
         for d in self.facts.defs[name]:
             parts.append(self._memo(("def", id(d)), lambda d=d: self._visit_def(d)))
-            # Control dependence: the ifs and loops around the definition that do not
-            # also surround the use.
+            # Control dependence: the ifs around the definition that do not also surround
+            # the use, and every loop around it (rule 7: the trip count decides it).
             for scope in d.scopes:
-                if scope not in scopes and scope.kind in ("if", "for", "while"):
+                if scope.kind in ("for", "while") or (scope.kind == "if" and scope not in scopes):
                     parts.append(self._visit(self.tree(scope.test), d.scopes))
         return _union(parts)
 
@@ -384,26 +843,97 @@ class Inference:
         if d.value is None:
             return _EMPTY
         value = self.value_of(d)
-        return self._visit(value, d.scopes) if value is not None else _EMPTY
+        if value is None:
+            return _EMPTY
+        if d.kind == "mutate" and isinstance(value, CallExpr):
+            # `torch.append(l, v)` defines `l` by what it adds.
+            return _union([self._visit(a, d.scopes) for a in value.args[1:]])
+        return self._visit(value, d.scopes)
+
+    # -- calls -----------------------------------------------------------------
+    def _method_operator(self, node: CallExpr) -> Optional[str]:
+        """``lengths.tolist()`` on a Tensor local: the operator ``aten::tolist``."""
+        func = node.func
+        if not isinstance(func, Attr) or self._local_receiver(func) is None:
+            return None
+        if not self._is_tensor(func.value):
+            return None
+        return f"aten::{func.attr}"
+
+    def _local_receiver(self, func: Attr) -> Optional[Expr]:
+        """Rule 6: the receiver of ``name.method`` when ``name`` is a local or parameter."""
+        text = dotted(func)
+        if text is None:
+            return func.value  # `(receiver).method`
+        root = text.partition(".")[0]
+        sem = self.sem
+        if root in ("torch", sem.ops_root, sem.root, sem.constants_object) or text in sem.intrinsics:
+            return None
+        if root in self.facts.params or root in self.facts.defs:
+            return func.value
+        return None
+
+    def _callee_of(self, node: CallExpr) -> Optional[Callee]:
+        """The callee of a call whose body is available (rule 3), if any."""
+        lookup = self.facts.functions
+        if lookup is None:
+            return None
+        func = node.func
+        if isinstance(func, Attr):
+            receiver = self._local_receiver(func)
+            if receiver is None:
+                kind, target = self.callee_target(func)
+                return lookup(target) if kind == "function" and target else None
+            path = self.expr_path(receiver)
+            if path == self.facts.self_name:
+                owner = self.facts.owner
+                return lookup(f"{owner}.{func.attr}" if owner else func.attr)
+            typ = self.declared(path)[1] if path else self.expr_type(receiver)
+            if typ and typ.startswith(self.sem.root + "."):
+                return lookup(f"{typ}.{func.attr}")
+            return None
+        kind, target = self.callee_target(func)
+        if kind == "function" and target:
+            return lookup(target)
+        return None
+
+    def _follow(self, callee: Callee, node: CallExpr, receiver: Optional[Expr], scopes):
+        """The call's sources from the callee's summary, mapped onto this call."""
+        params = callee.params
+        names = [p for p, _ in params]
+        if receiver is not None and names and names[0] == self.sem.self_name:
+            names = names[1:]
+        bound: dict[str, Expr] = dict(zip(names, node.args))
+        for key, value in node.keywords:
+            bound[key] = value
+        receiver_path = self.expr_path(receiver) if receiver is not None else None
+        parts = []
+        for ref, m, nat, typ in callee.summary():
+            if nat == "argument" and ref in bound:
+                found, pins = self._visit(bound[ref], scopes)
+                parts.append((_remark(found, m), pins))
+            elif nat == "argument" and ref in names:
+                continue  # a default: a literal
+            elif nat == "attribute" and receiver is not None and (ref == "self" or ref.startswith("self.")):
+                if receiver_path:
+                    parts.append((frozenset({(receiver_path + ref[len("self"):], m, "attribute", typ)}), frozenset()))
+                else:
+                    found, pins = self._visit(receiver, scopes)
+                    parts.append((_remark(found, m), pins))
+            else:
+                parts.append((frozenset({(ref, m, nat, typ)}), frozenset()))
+        return _union(parts)
 
     def _visit_call(self, node: CallExpr, scopes):
         sem = self.sem
         func = node.func
         args = node.args
         operands = [*args, *(v for _, v in node.keywords)]
-        # `(receiver).method(...)`: a method call on an object.
-        if isinstance(func, Attr) and dotted(func) is None:
-            receiver = func.value
-            path = self.expr_path(receiver)
-            is_module = path is not None and (
-                path == self.facts.self_name
-                or func.attr in sem.module_methods
-                or self.declared(path)[0] in ("submodule", "unknown", None)
-            )
-            parts = [self._visit(a, scopes) for a in operands]
-            if not is_module:
-                parts.append(self._visit(receiver, scopes))
-            return _union(parts)
+        # `(receiver).method(...)` and `name.method(...)` on a local: method calls.
+        if isinstance(func, Attr):
+            receiver = self._local_receiver(func)
+            if receiver is not None:
+                return self._visit_method(node, receiver, operands, scopes)
         kind, target = self.callee_target(func)
         if kind == "intrinsic":
             if target == "getattr":
@@ -415,32 +945,64 @@ class Inference:
             elif target == "uninitialized":
                 return _EMPTY
             return _union([self._visit(a, scopes) for a in operands])
-        if kind == "operator" and target:
-            name = target.rpartition(":")[2]
+        if kind == "function":
+            if target and sem.is_runtime_function(target):
+                # Rule 1: by its full name, wherever it is reached (an alias included).
+                return frozenset({(target, None, "runtime", "bool")}), frozenset()
+            callee = self._callee_of(node)
+            if callee is not None:
+                return self._follow(callee, node, None, scopes)
+            return _union([self._visit(a, scopes) for a in operands])
+        return self._visit_operator(node, target, operands, scopes, args)
+
+    def _visit_method(self, node: CallExpr, receiver: Expr, operands: list, scopes):
+        func = node.func
+        path = self.expr_path(receiver)
+        op = self._method_operator(node)
+        if op is not None:  # a Tensor method: the operator of that name
+            return self._visit_operator(node, op, [receiver, *operands], scopes, [receiver, *node.args])
+        parts = []
+        # Rule 3: a receiver rooted at self is a source; any other receiver is followed.
+        if path:
+            parts.append((frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()))
         else:
-            name = target.rpartition(".")[2] if target else ""
-        mark = sem.mark(name) if name else None
+            parts.append(self._visit(receiver, scopes))
+        callee = self._callee_of(node)
+        if callee is not None:
+            parts.append(self._follow(callee, node, receiver, scopes))
+        else:
+            parts.extend(self._visit(a, scopes) for a in operands)
+        return _union(parts)
+
+    def _visit_operator(self, node: CallExpr, target: Optional[str], operands: list, scopes, args: list):
+        sem = self.sem
+        mark = sem.mark(target) if target else None
         if mark == "runtime":
-            text = dotted(func) or name
+            text = dotted(node.func) or target
+            name = target.rpartition(":")[2]
             typ = "bool" if name.startswith(("is_", "has_", "are_", "_is_")) else None
             return frozenset({(text, None, "runtime", typ)}), frozenset()
         pins: set[tuple[str, str]] = set()
-        if kind == "operator" and target:
+        name = target.rpartition(":")[2] if target else ""
+        if target:
             if name in sem.tensor_only:
                 mark = "tensor_shape" if (args and self._is_tensor(args[0])) else None
             elif name in sem.conversions and target.startswith("aten::"):
-                mark = "tensor_value" if (args and self._is_tensor(args[0]) is not False) else None
+                mark = "tensor_value" if (args and self._is_tensor(args[0])) else None
             elif mark is None and target in sem.comparisons and len(args) == 2:
                 pins.update(self._pins(args))
-            if mark in ("tensor_shape", "tensor_value") and args:
+            if mark in _VALUE_MARKS and args:
                 ref, declared = self._ref_type(args[0])
                 if ref and not declared:
                     pins.add((ref, "Tensor"))
-        elif kind == "function" and mark not in ("tensor_value", "tensor_shape"):
-            mark = None
         found, inner_pins = _union([self._visit(a, scopes) for a in operands])
         if mark:
-            found = frozenset((ref, m or mark, nat, typ) for ref, m, nat, typ in found)
+            if not found and mark in _VALUE_MARKS and args:
+                # Rule 2: the operator reads a Tensor that no named source produced.
+                operand = self.resolved(args[0])[:_MAX_REF]
+                found = frozenset({(operand, mark, "unknown", "Tensor")})
+            else:
+                found = _remark(found, mark)
         return found, inner_pins | pins if pins else inner_pins
 
     def _pins(self, args: list) -> set[tuple[str, str]]:
@@ -514,6 +1076,11 @@ class Inference:
         if len(out) > _MAX_RESOLVED:
             return None
         return out
+
+
+def _position(text: str, ref: str) -> int:
+    at = text.find(ref)
+    return at if at != -1 else len(text)
 
 
 def dotted(node: Optional[Expr]) -> Optional[str]:

@@ -232,6 +232,11 @@ class Finding(Diagnostic):
     origin: Optional[SourceLocation] = Field(
         default=None, description="The original Python source line of `span`, from the archive's debug info."
     )
+    sources: list[ConditionSource] = Field(
+        default_factory=list,
+        description="For a condition finding (CP201-CP208): what the condition depends on, the deciding "
+        "source first (`args.sources` is the same, rendered as text).",
+    )
 
 
 class ModuleNode(Node):

@@ -73,6 +73,7 @@ def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict
     code = CONDITION_CODES[cond.kind]
     if cond.kind == "attribute" and any(s.ref.endswith(".training") for s in cond.sources):
         code = TRAINING_CODE
+    # The deciding source first (the condition's sources are in that order already).
     shown = [s for s in cond.sources if s.kind == cond.kind] or list(cond.sources)
     sources = ", ".join(f"{s.ref} ({s.type})" for s in shown[:4]) or "nothing"
     if len(shown) > 4:
@@ -80,6 +81,7 @@ def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict
     shown_text = cond.resolved or cond.text  # `bool(torch.eq(...))`, not the temporary `_2`
     d = diagnostic(code, path, if_.span.model_dump(), condition=_excerpt(shown_text), sources=sources,
                    function=function, kind=cond.kind)
+    d["sources"] = [s.model_dump() for s in cond.sources]
     return to_finding(d, origins)
 
 
@@ -183,29 +185,37 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     Files are parsed last to first, so that the classes a file refers to (stored after
     it: ``__torch__.py`` first, the library modules later) are usually known when it is
     parsed, and each file is given the declarations of the classes read so far.  A file
-    that asked for a class read only later is parsed again with all of them.  Returns
+    that asked for a class read only later is parsed again with all of them.  The functions
+    of every file parsed so far are given too (:class:`~codeparse.inference.CalleeRegistry`),
+    so that conditions follow calls across files; a file that called a function read
+    only later is parsed again as well.  Returns
     the CodeFiles in stored order, and findings for entries that are not code text.
     """
     from .api import InputError, _sem, parse_bytes
+    from .inference import CalleeRegistry
 
     prog = _Program([], _sem().root, {})
+    # Functions of every file, so that calls are followed across files (rule 3).
+    callees = CalleeRegistry(_sem().root)
     parsed: dict[str, CodeFile] = {}
     findings: dict[str, dict] = {}
     for path, data in reversed(entries):
-        prog.current = path
+        prog.current = callees.current = path
         try:
-            cf = parse_bytes(data, path, grammar, types=prog.types)
+            cf = parse_bytes(data, path, grammar, types=prog.types, functions=callees)
         except InputError as exc:
             findings[path] = diagnostic(exc.code, path, None, reason=exc.message)
             continue
         parsed[path] = cf
         prog.add(cf)
-    prog.current = None
+    prog.current = callees.current = None
     prog._declared.clear()  # declarations computed while classes were missing
     data_of = dict(entries)
-    for path, missed in prog.misses.items():
-        if path in parsed and any(q in prog.classes for q in missed):
-            parsed[path] = parse_bytes(data_of[path], path, grammar, types=prog.types)
+    again = {path for path, missed in prog.misses.items() if any(q in prog.classes for q in missed)}
+    again |= {path for path, missed in callees.misses.items() if any(q in callees.callees for q in missed)}
+    for path, _ in entries:
+        if path in parsed and path in again:
+            parsed[path] = parse_bytes(data_of[path], path, grammar, types=prog.types, functions=callees)
     files = [parsed[p] for p, _ in entries if p in parsed]
     return files, [findings[p] for p, _ in entries if p in findings]
 

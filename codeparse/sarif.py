@@ -58,6 +58,8 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
     }
     if finding.args:
         result["properties"] = {"args": dict(finding.args)}
+    if finding.sources:
+        result.setdefault("properties", {})["sources"] = [s.model_dump(mode="json") for s in finding.sources]
     if finding.origin is not None:
         result["relatedLocations"] = [{
             "id": 1,

@@ -6,39 +6,42 @@ code text: how many ``if`` statements a method has and what each condition depen
 what.  ``tests/test_oracle.py`` compares the two.  This module must never import
 ``codeparse``: its answers come from torch only.
 
-Condition provenance (the rules shared with the parser team)
--------------------------------------------------------------
-Starting from the ``prim::If`` condition value we walk back through producers:
+Condition provenance (the rules of README "What a condition depends on")
+-----------------------------------------------------------------------
+The marking and runtime tables are ``grammars/semantics.toml`` ``[conditions]``, read here as
+data (the parser reads the same table).  Starting from the ``prim::If`` condition value we
+walk back through producers:
 
 * A node whose op name (namespace stripped) *marks* a kind sets the mode for everything
-  beneath it; walking down, a new marking op replaces the mode of an outer one, so the
-  innermost marking op decides a source's kind.  ``tensor_value`` ops: :data:`TENSOR_VALUE_OPS`
-  (the conversions ``Bool``/``Int``/``Float``/``Complex`` only when their argument
-  is a Tensor, as DESIGN.md §5 says "on a Tensor": ``int(n)`` of an ``int`` is not a tensor
-  value; see :data:`CONVERSIONS_REQUIRE_TENSOR`).  ``tensor_shape`` ops:
-  :data:`TENSOR_SHAPE_OPS`, any ``is_*`` op that is not runtime, ``len``/``__len__`` of a
-  Tensor, and the ``prim::`` ops in :data:`PRIM_TENSOR_SHAPE_OPS`.  ``runtime`` ops
-  (:data:`RUNTIME_OPS`, ``is_autocast_*``, and ``prim::CallFunction`` of a compiled function
-  named in :data:`RUNTIME_FUNCTIONS`) are sources of kind ``runtime`` in their own right.
+  beneath it; walking down, the first marking op met (the one nearest the condition) keeps
+  its mode (rule 8).  ``tensor_value`` ops: :data:`TENSOR_VALUE_OPS` (the conversions only on a
+  Tensor); ``tensor_shape`` ops: :data:`TENSOR_SHAPE_OPS`, any ``is_*`` op that is not runtime,
+  ``len``/``__len__`` of a Tensor, and the ``prim::`` ops in :data:`PRIM_TENSOR_SHAPE_OPS`.
+  ``runtime`` ops (:data:`RUNTIME_OPS`, :data:`RUNTIME_PREFIXES`, and ``prim::CallFunction`` of
+  a compiled helper named by its full name in :data:`RUNTIME_FUNCTIONS`) are sources of kind
+  ``runtime`` in their own right (rule 1).
 * Sources without a marking op above them take their natural kind: a ``prim::GetAttr`` chain
   rooted at ``self`` is ``attribute`` (the walk stops there), a graph input other than
   ``self`` is ``argument``, a ``prim::Constant`` is ``constant``, anything else that cannot
   be followed is ``unknown``.  Constants *beneath* a marking op take that op's mode
-  (``bool(torch.gt(torch.ones([3]), 0))`` is ``tensor_value``).
-* Any other node depends on all of its inputs, except the module receiver (input 0) of a
-  ``prim::CallMethod`` and the function constant of a ``prim::CallFunction``.  (So
-  ``if self.sub.ready():`` is ``constant``: the receiver is not a source and the callee's
-  body is not followed.)  Mutation is not tracked: ``torch.append(l, v)`` does not make
-  ``l`` depend on ``v``.  A
-  ``prim::GetAttr`` on an object not rooted at self follows the object.
+  (``torch.rand(1).item()`` is ``tensor_value``: rule 2).
+* List mutators (:data:`MUTATORS`: ``aten::append(l, v)``, ...) are definitions of the list:
+  a list value also depends on what its mutators add (rule 2), and on the ifs and loops
+  around the mutation that do not surround the list's creation.
+* Calls are followed (rule 3): the receiver of a ``prim::CallMethod`` is a source (a path
+  rooted at self is ``attribute``); when the callee's graph is known (``follow=True``) the
+  walk enters it at its outputs, in a frame of its own where the callee's inputs lead back
+  to the call's operands and its ``self`` paths are prefixed with the receiver's path.
+  Without the callee's graph the call depends on its operands.  (The opposite was encoded
+  before issue 8: the module receiver was not a source and bodies were never followed, so
+  ``if self.sub.ready():`` was ``constant``.)
 * An output of a ``prim::If`` depends on the same output of both blocks and on the If's own
   condition.  An output of a ``prim::Loop`` depends on the trip count, the initial
-  condition, the block's continue-condition output (a ``while`` re-evaluates its condition
-  in the body), the initial value and the block's output for that carried value.  Inside
-  the body, the iteration counter depends on the trip count, and a carried value on its
-  initial value and the block's output for it only (its value in iteration k does not
-  depend on how many iterations follow; the parser likewise adds no dependence on a loop
-  that surrounds both a definition and its use).  Cycles are cut with a visited set.
+  condition, the block's continue-condition output, the initial value and the block's
+  output for that carried value.  Every value computed inside a loop body (counter,
+  carried values, and any node's output) depends on the loop's trip count and tests too
+  (rule 7: the trip count is what a trace unrolls; before issue 8 loop-carried values were
+  excluded).  Cycles are cut with a visited set.
 * The condition kind is the highest-priority kind among everything reached
   (:data:`KIND_PRIORITY`: tensor_value, tensor_shape, argument, attribute, runtime,
   unknown, constant); nothing reached at all means ``constant``.
@@ -49,8 +52,7 @@ highest-priority kind through which it reaches the condition.  Runtime sources, 
 and unknowns count towards the kind but are not listed.
 
 Not done: the methods of non-module TorchScript classes are included only when the
-compilation unit is known (:func:`load_archive`); the bodies of called methods are never
-followed (a call's result depends on its arguments only).
+compilation unit is known (:func:`load_archive`).
 """
 
 from __future__ import annotations
@@ -87,55 +89,38 @@ KIND_PRIORITY: tuple[str, ...] = (
 )
 _RANK = {k: i for i, k in enumerate(KIND_PRIORITY)}
 
+def _load_table() -> dict:
+    """``grammars/semantics.toml`` ``[conditions]``: the marking and runtime tables the
+    parser reads too (one table, DESIGN.md §5).  Read as data, never through codeparse."""
+    import tomllib
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grammars", "semantics.toml")
+    with open(path, "rb") as f:
+        return tomllib.load(f)["conditions"]
+
+
+_TABLE = _load_table()
+
 #: Ops whose result is (derived from) the contents of a tensor.
-TENSOR_VALUE_OPS = frozenset(
-    {
-        "Bool", "Int", "Float", "Complex", "Scalar",
-        "ScalarImplicit", "IntImplicit", "FloatImplicit", "ComplexImplicit",
-        "__bool__", "item", "tolist", "_local_scalar_dense", "is_nonzero",
-        "equal", "allclose", "_is_all_true", "_is_any_true",
-    }
-)
+TENSOR_VALUE_OPS = frozenset(_TABLE["tensor_value"])
 #: The Python conversions ``bool()``/``int()``/``float()``/``complex()`` mark
 #: ``tensor_value`` only when applied to a Tensor (DESIGN.md §5 "on a Tensor").
-CONVERSION_OPS = frozenset({"Bool", "Int", "Float", "Complex"})
+CONVERSION_OPS = frozenset(_TABLE["tensor_value_conversions"])
 CONVERSIONS_REQUIRE_TENSOR = True
 
-#: Ops whose result is tensor metadata (aten:: or prim::).
-TENSOR_SHAPE_OPS = frozenset(
-    {
-        "size", "sym_size", "dim", "numel", "sym_numel", "stride", "sym_stride",
-        "storage_offset", "element_size", "itemsize", "nbytes", "get_device",
-        "is_floating_point", "is_complex", "is_contiguous", "output_nr", "_version",
-        "has_names", "q_scale", "q_zero_point", "qscheme", "dense_dim", "sparse_dim",
-        "_nnz", "_shape_as_tensor",
-    }
-)
-#: Tensor-metadata ops that only count in the ``prim::`` namespace.
-PRIM_TENSOR_SHAPE_OPS = frozenset(
-    {"dtype", "device", "layout", "requires_grad", "grad", "shape", "name"}
-)
-LEN_OPS = frozenset({"len", "__len__"})
+#: Ops whose result is tensor metadata (aten:: or prim::), besides every ``is_*`` op.
+TENSOR_SHAPE_OPS = frozenset(_TABLE["tensor_shape"])
+PRIM_TENSOR_SHAPE_OPS = frozenset(_TABLE["prim_tensor_shape"])
+LEN_OPS = frozenset(_TABLE["tensor_only"])
 
-#: Ops that read global runtime state (sources of kind ``runtime``).
-RUNTIME_OPS = frozenset(
-    {
-        "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled",
-        "is_scripting", "is_tracing", "_get_tracing_state", "has_torch_function",
-        "has_torch_function_unary", "has_torch_function_variadic",
-        "is_available", "_cuda_isDriverSufficient", "_cuda_getDeviceCount",
-        "get_num_threads", "are_deterministic_algorithms_enabled",
-    }
-)
-#: Compiled helper functions (``prim::CallFunction``) that read runtime state, by last name
-#: (any name in :data:`RUNTIME_OPS` counts too: ``torch.jit.is_tracing`` is a compiled
-#: function ``__torch__.torch.jit._trace.is_tracing``).  ``get_fastpath_enabled`` and
-#: ``_is_make_fx_tracing`` return a constant inside TorchScript, but a trace runs them in
-#: Python, where they read global state: a user wants to know the branch depends on them.
-RUNTIME_FUNCTIONS = frozenset({
-    "is_compiling", "is_dynamo_compiling", "_is_fx_tracing", "is_scripting",
-    "get_fastpath_enabled", "_is_make_fx_tracing",
-})
+#: Ops that read global runtime state (sources of kind ``runtime``), by name and prefix.
+RUNTIME_OPS = frozenset(_TABLE["runtime"])
+RUNTIME_PREFIXES = tuple(_TABLE["runtime_prefixes"])
+#: Compiled helpers that read runtime state, by fully qualified name (after ``__torch__.``):
+#: matched by full name, so a user's own ``is_compiling`` is user code, followed like any other.
+RUNTIME_FUNCTIONS = frozenset(_TABLE["runtime_functions"])
+#: Operators that mutate their first operand (a list or dict): definitions of it.
+MUTATORS = frozenset(_TABLE["list_mutators"])
 
 _NAME_SUFFIX = re.compile(r"\.\d+$")
 
@@ -198,8 +183,11 @@ class _Analyzer:
         is_method: Optional[bool] = None,
         arg_names: Optional[list[str]] = None,
         module_types: Optional[set[str]] = None,
+        lookup=None,
     ) -> None:
         self.graph = graph
+        # qualified name -> (analyzer, graph) of a callee whose body is available, or None.
+        self.lookup = lookup
         self.inputs = list(graph.inputs())
         if arg_names is None:
             arg_names = [_NAME_SUFFIX.sub("", v.debugName()) for v in self.inputs]
@@ -246,7 +234,8 @@ class _Analyzer:
         return False
 
     # --- condition provenance ---------------------------------------------------------
-    def _marking_mode(self, node: torch._C.Node) -> Optional[str]:
+    @staticmethod
+    def _marking_mode(node: torch._C.Node) -> Optional[str]:
         ns, name = _op_name(node)
         if ns not in ("aten", "prim"):
             return None
@@ -263,7 +252,7 @@ class _Analyzer:
             return "tensor_shape"
         if ns == "prim" and name in PRIM_TENSOR_SHAPE_OPS:
             return "tensor_shape"
-        if name.startswith("is_") and not self._is_runtime_op(node):
+        if name.startswith("is_") and not _Analyzer._is_runtime_op(node):
             return "tensor_shape"
         return None
 
@@ -272,38 +261,97 @@ class _Analyzer:
         ns, name = _op_name(node)
         if node.kind() == "prim::CallFunction":
             fn = _function_name(node)
-            last = fn.rsplit(".", 1)[-1] if fn else None
-            return last in RUNTIME_FUNCTIONS or last in RUNTIME_OPS
+            return bool(fn) and fn.partition(".")[2] in RUNTIME_FUNCTIONS
         if ns not in ("aten", "prim", "cuda"):
             return False
-        return name in RUNTIME_OPS or name.startswith("is_autocast_")
+        return name in RUNTIME_OPS or name.startswith(RUNTIME_PREFIXES)
+
+    def _callee(self, node: torch._C.Node) -> Optional[tuple["_Analyzer", torch._C.Graph]]:
+        """The analyzer of the graph a call runs, when its body is available (rule 3)."""
+        if self.lookup is None:
+            return None
+        if node.kind() == "prim::CallFunction":
+            name = _function_name(node)
+        else:
+            t = node.inputsAt(0).type()
+            name = f"{t.qualified_name()}.{node.s('name')}" if t.kind() == "ClassType" else None
+        return self.lookup(name) if name else None
 
     def condition_sources(self, cond: torch._C.Value) -> tuple[str, set[tuple[str, str]]]:
-        """``(kind, {(ref, kind)})`` for one condition value (refs: attributes, arguments)."""
+        """``(kind, {(ref, kind)})`` for one condition value (refs: attributes, arguments).
+
+        The walk runs over frames: the method's own graph, and the graph of each call it
+        follows (rule 3), entered at the callee's outputs; a callee's inputs lead back to
+        the call's operands in the caller's frame, its ``self`` paths to the receiver's.
+        """
         named: dict[str, set[str]] = {}
         anon: set[str] = set()
-        seen: set[tuple[int, Optional[str]]] = set()
-        stack: list[tuple[torch._C.Value, Optional[str]]] = [(cond, None)]
+        seen: set = set()
+        # A frame: (analyzer, call node in the parent frame, parent frame, self prefix).
+        top = (self, None, None, "self" if self.self_value is not None else None)
+        frames = {0: top}
+        frame_ids: dict = {}
+        stack: list[tuple[torch._C.Value, Optional[str], int]] = [(cond, None, 0)]
 
-        def push(v: torch._C.Value, m: Optional[str]) -> None:
-            if (v.unique(), m) not in seen:
-                stack.append((v, m))
+        def push(v: torch._C.Value, m: Optional[str], f: int) -> None:
+            if (f, v.unique(), m) not in seen:
+                stack.append((v, m, f))
+
+        def enter(call: torch._C.Node, callee: "_Analyzer", f: int, prefix: Optional[str]) -> int:
+            key = (f, call.output().unique())
+            if key not in frame_ids:
+                frame_ids[key] = len(frames)
+                frames[len(frames)] = (callee, call, f, prefix)
+            return frame_ids[key]
+
+        def loops_around(node: torch._C.Node, mode, f, stop_block=None) -> None:
+            """Rule 7: a value computed inside a loop depends on the loop's trip count and test."""
+            block = node.owningBlock()
+            while block is not None and block is not stop_block:
+                owner = block.owningNode()
+                if owner is None:
+                    break
+                if owner.kind() == "prim::Loop":
+                    ins = list(owner.inputs())
+                    push(ins[0], mode, f)
+                    push(ins[1], mode, f)
+                    push(list(next(iter(owner.blocks())).outputs())[0], mode, f)
+                elif stop_block is not None and owner.kind() == "prim::If":
+                    push(owner.inputsAt(0), mode, f)
+                block = owner.owningBlock()
 
         while stack:
-            value, mode = stack.pop()
-            key = (value.unique(), mode)
+            value, mode, f = stack.pop()
+            key = (f, value.unique(), mode)
             if key in seen:
                 continue
             seen.add(key)
+            an, call, parent, prefix = frames[f]
 
-            path = self.self_path(value)
+            # Rule 2: list mutators (`torch.append(l, v)`) are definitions of the list.
+            for use in value.uses():
+                user = use.user
+                if use.offset == 0 and _op_name(user)[1] in MUTATORS and user.kind().startswith("aten::"):
+                    for v in list(user.inputs())[1:]:
+                        push(v, mode, f)
+                    loops_around(user, mode, f, value.node().owningBlock())
+
+            path = an.self_path(value)
             if path is not None:
-                named.setdefault(path, set()).add(mode or "attribute")
+                if call is None:
+                    named.setdefault(path, set()).add(mode or "attribute")
+                elif prefix is not None:
+                    named.setdefault(prefix + path[len("self"):], set()).add(mode or "attribute")
+                else:  # a receiver not rooted at self: its state is the object's
+                    push(call.inputsAt(0), mode, parent)
                 continue
-            idx = self.input_index.get(value.unique())
+            idx = an.input_index.get(value.unique())
             if idx is not None:
-                # A graph input that is not self.
-                named.setdefault(self.arg_names[idx], set()).add(mode or "argument")
+                if call is None:
+                    named.setdefault(an.arg_names[idx], set()).add(mode or "argument")
+                else:
+                    offset = 1 if call.kind() == "prim::CallFunction" else 0
+                    push(call.inputsAt(idx + offset), mode, parent)
                 continue
 
             node = value.node()
@@ -318,48 +366,71 @@ class _Analyzer:
                 pos = [v.unique() for v in block_inputs].index(value.unique())
                 loop_ins = list(owner.inputs())
                 block_outs = list(node.owningBlock().outputs())
-                if pos == 0:  # the iteration counter
-                    push(loop_ins[0], mode)
-                else:  # a carried value: its initial value or the previous iteration's
-                    push(loop_ins[pos + 1], mode)
-                    push(block_outs[pos], mode)
+                # The counter and every carried value depend on the trip count and the
+                # loop's test (rule 7); a carried value also on its initial value and the
+                # previous iteration's.
+                push(loop_ins[0], mode, f)
+                push(loop_ins[1], mode, f)
+                push(block_outs[0], mode, f)
+                if pos > 0:
+                    push(loop_ins[pos + 1], mode, f)
+                    push(block_outs[pos], mode, f)
+                loops_around(owner, mode, f)
                 continue
             if kind == "prim::Constant":
                 if value.type().kind() != "FunctionType":
                     anon.add(mode or "constant")
                 continue
+            loops_around(node, mode, f)
             if kind == "prim::If":
                 pos = _output_index(node, value)
-                push(node.inputsAt(0), mode)
+                push(node.inputsAt(0), mode, f)
                 for block in node.blocks():
-                    push(list(block.outputs())[pos], mode)
+                    push(list(block.outputs())[pos], mode, f)
                 continue
             if kind == "prim::Loop":
                 pos = _output_index(node, value)
                 loop_ins = list(node.inputs())
                 block = next(iter(node.blocks()))
                 block_outs = list(block.outputs())
-                push(loop_ins[0], mode)
-                push(loop_ins[1], mode)
-                push(block_outs[0], mode)
-                push(loop_ins[pos + 2], mode)
-                push(block_outs[pos + 1], mode)
+                push(loop_ins[0], mode, f)
+                push(loop_ins[1], mode, f)
+                push(block_outs[0], mode, f)
+                push(loop_ins[pos + 2], mode, f)
+                push(block_outs[pos + 1], mode, f)
                 continue
-            if self._is_runtime_op(node):
+            if an._is_runtime_op(node):
                 anon.add("runtime")
                 continue
             if kind == "prim::GetAttr":
                 # Not rooted at self (that case was handled above): follow the object.
-                push(node.inputsAt(0), mode)
+                push(node.inputsAt(0), mode, f)
                 continue
-            new_mode = self._marking_mode(node) or mode
+            # Rule 8: the mark nearest the condition wins.
+            new_mode = mode or an._marking_mode(node)
             ins = list(node.inputs())
-            if kind == "prim::CallMethod" and ins and self.is_module(ins[0]):
-                ins = ins[1:]
-            elif kind == "prim::CallFunction" and ins:
+            if kind in ("prim::CallMethod", "prim::CallFunction"):
+                callee = an._callee(node)
+                if kind == "prim::CallMethod":
+                    push(ins[0], new_mode, f)  # rule 3: the receiver is a source
+                    receiver_prefix = None
+                    if callee is not None:
+                        rp = an.self_path(ins[0])
+                        if rp is not None and call is None:
+                            receiver_prefix = rp
+                        elif rp is not None and prefix is not None:
+                            receiver_prefix = prefix + rp[len("self"):]
+                else:
+                    receiver_prefix = None
+                if callee is not None:
+                    callee_an, graph = callee
+                    g = enter(node, callee_an, f, receiver_prefix)
+                    for out in graph.outputs():
+                        push(out, new_mode, g)
+                    continue
                 ins = ins[1:]
             for v in ins:
-                push(v, new_mode)
+                push(v, new_mode, f)
 
         kinds = set(anon)
         for ks in named.values():
@@ -432,6 +503,7 @@ def method_facts(
     arg_names: Optional[list[str]] = None,
     module_types: Optional[set[str]] = None,
     qualified_name: str = "",
+    lookup=None,
 ) -> MethodFacts:
     """Facts of one method or function graph.
 
@@ -440,7 +512,7 @@ def method_facts(
     ``module_types``: qualified names of module types, to tell a module receiver of a
     ``prim::CallMethod`` (not a dependency) from an object receiver (a dependency).
     """
-    return _Analyzer(graph, is_method, arg_names, module_types).facts(qualified_name)
+    return _Analyzer(graph, is_method, arg_names, module_types, lookup).facts(qualified_name)
 
 
 def _schema_names(fn) -> Optional[list[str]]:
@@ -592,6 +664,7 @@ def load_archive(path: str | os.PathLike) -> tuple[torch.jit.ScriptModule, torch
 def module_facts(
     scripted_module: torch.jit.ScriptModule,
     cu: Optional[torch._C.CompilationUnit] = None,
+    follow: bool = True,
 ) -> dict[str, MethodFacts]:
     """Facts for every method of every module type in ``scripted_module.named_modules()``.
 
@@ -600,35 +673,35 @@ def module_facts(
     when their graph can be found: in ``cu`` (see :func:`load_archive`) or, for modules
     scripted in this process, in ``torch.jit._state._python_cu``.  With ``cu`` given, every
     other function the unit holds (methods of TorchScript classes) is included too.
+
+    ``follow``: calls are followed into the callee's graph (rule 3: the body is available,
+    as in an archive).  Without it, a call depends on its receiver and arguments, as for
+    method text that holds no callee body.
     """
     modules = [m for _, m in scripted_module.named_modules()]
     module_types = {m._c._type().qualified_name() for m in modules}
-    out: dict[str, MethodFacts] = {}
+    # qualified name -> (graph, is_method, arg names)
+    graphs: dict[str, tuple] = {}
+    order: list[str] = []
     pending: list[str] = []
 
     def note_calls(graph: torch._C.Graph) -> None:
         for node in _walk_nodes(graph.block()):
             if node.kind() == "prim::CallFunction":
                 name = _function_name(node)
-                if name and name not in out:
+                if name and name not in graphs:
                     pending.append(name)
 
     for m in modules:
         tname = m._c._type().qualified_name()
         for meth_name in m._c._method_names():
             key = f"{tname}.{meth_name}"
-            if key in out:
+            if key in graphs:
                 continue
             meth = m._c._get_method(meth_name)
-            graph = meth.graph
-            out[key] = method_facts(
-                graph,
-                is_method=True,
-                arg_names=_schema_names(meth),
-                module_types=module_types,
-                qualified_name=key,
-            )
-            note_calls(graph)
+            graphs[key] = (meth.graph, True, _schema_names(meth))
+            order.append(key)
+            note_calls(meth.graph)
 
     if cu is None:
         import torch.jit._state as _state
@@ -644,27 +717,35 @@ def module_facts(
         is_method = bool(
             names and names[0] == "self" and inputs and inputs[0].type().kind() == "ClassType"
         )
-        out[name] = method_facts(
-            graph, is_method=is_method, arg_names=names, module_types=module_types, qualified_name=name
-        )
+        graphs[name] = (graph, is_method, names)
+        order.append(name)
         note_calls(graph)
 
-    while pending:
-        name = pending.pop()
-        if name in out:
-            continue
-        fn = lookup_cu.find_function(name)
-        if fn is None:
-            continue
-        add_function(name, fn)
-
-    if cu is not None:
-        for fn in cu.get_functions():
-            name = fn.qualified_name
-            if name not in out:
-                add_function(name, fn)
+    def drain() -> None:
         while pending:
             name = pending.pop()
-            if name not in out and (fn := cu.find_function(name)) is not None:
+            if name not in graphs and (fn := lookup_cu.find_function(name)) is not None:
                 add_function(name, fn)
-    return out
+
+    drain()
+    if cu is not None:
+        for fn in cu.get_functions():
+            if fn.qualified_name not in graphs:
+                add_function(fn.qualified_name, fn)
+        drain()
+
+    analyzers: dict[str, _Analyzer] = {}
+
+    def analyzer(name: str) -> Optional[_Analyzer]:
+        if name not in analyzers:
+            if name not in graphs:
+                return None
+            graph, is_method, names = graphs[name]
+            analyzers[name] = _Analyzer(graph, is_method, names, module_types, lookup if follow else None)
+        return analyzers[name]
+
+    def lookup(name: str):
+        an = analyzer(name)
+        return (an, an.graph) if an is not None else None
+
+    return {name: analyzer(name).facts(name) for name in order}

@@ -37,7 +37,8 @@ def test_unparsed_line_is_reported_with_position_and_rest_is_parsed():
     assert (diag.span.line, diag.span.column) == (4, 3)
     assert broken[diag.span.start:diag.span.end] == "_1 = = torch.select(_0, 0, 0)"
     assert diag.path == "broken.code"
-    assert kinds(cf) == ["tensor_value", "attribute", "attribute"]
+    # `_1` is undefined now: bool() of a value of no known type is no tensor read (rule 5).
+    assert kinds(cf) == ["unknown", "attribute", "attribute"]
 
 
 def test_unbalanced_brackets_have_their_own_code():
@@ -113,7 +114,8 @@ def test_deep_expression_is_read_or_reported_without_crash():
     cf = parse_text(text)
     assert codes(cf) == ["CP106"]
     (if_,) = cf.functions[0].ifs
-    assert if_.condition.kind == "tensor_value"
+    # The operand past the depth limit is not read: nothing says bool() reads a Tensor (rule 5).
+    assert if_.condition.kind == "unknown"
 
 
 def _measure(text: str) -> tuple[float, int]:

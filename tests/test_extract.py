@@ -107,14 +107,15 @@ def test_params_many_arguments():
     assert summary(fn) == [
         (11, 0, "attribute", [("self.is_bool", "attribute", "bool")]),
         (15, 1, "attribute", [("self.is_float", "attribute", "unknown")]),
-        (21, 2, "attribute", [("self.is_List", "attribute", "unknown"), ("self.is_integer", "attribute", "unknown")]),
+        # Sources of the same kind in the order the resolved text names them (rule 9).
+        (21, 2, "attribute", [("self.is_integer", "attribute", "unknown"), ("self.is_List", "attribute", "unknown")]),
         (24, 3, "argument", [("is_str", "argument", "str")]),
         (27, 4, "tensor_shape", [("x", "tensor_shape", "Tensor")]),
     ]
     # In the archive, the class declares the attribute types.
     (cls,) = archive("params.script").classes
     types = [[s.type for s in i.condition.sources] for i in cls.methods[0].ifs[:3]]
-    assert types == [["bool"], ["float"], ["List[int]", "int"]]
+    assert types == [["bool"], ["float"], ["int", "List[int]"]]
 
 
 @pytest.mark.parametrize(
@@ -128,7 +129,9 @@ def test_params_many_arguments():
         ("cond_runtime", ["runtime"] * 3),
         ("cond_constant", ["constant"] * 2),
         ("nested_ifs", ["argument", "tensor_shape", "attribute", "tensor_value", "constant"]),
-        ("if_assigned_value", ["argument", "tensor_value", "tensor_value"]),
+        # The third reads the size of a tensor produced under a tensor-value branch: the
+        # shape read is the mark nearest the condition (rule 8).
+        ("if_assigned_value", ["argument", "tensor_value", "tensor_shape"]),
         ("enum", ["attribute", "argument", "argument"]),
     ],
 )

@@ -76,28 +76,40 @@ def _register_fixture_ops() -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _archive(stem: str):
-    """``(loaded module, {qualified name: MethodFacts})`` for ``fixtures/archives/<stem>.pt``."""
+def _loaded(stem: str):
     path = FIXTURES / "archives" / f"{stem}.pt"
     try:
-        module, cu = ir_oracle.load_archive(path)
+        return ir_oracle.load_archive(path)
     except RuntimeError as exc:
         if "Unknown builtin op" not in str(exc):
             raise
         _register_fixture_ops()
-        module, cu = ir_oracle.load_archive(path)
-    return module, ir_oracle.module_facts(module, cu)
+        return ir_oracle.load_archive(path)
+
+
+@functools.lru_cache(maxsize=None)
+def _archive(stem: str, follow: bool = True):
+    """``(loaded module, {qualified name: MethodFacts})`` for ``fixtures/archives/<stem>.pt``.
+
+    ``follow``: calls are followed into their callees' graphs, as codeparse follows them
+    when the callee's body is in the archive; method text holds no callee body, so it is
+    compared with ``follow=False``."""
+    module, cu = _loaded(stem)
+    return module, ir_oracle.module_facts(module, cu, follow)
 
 
 def _parse_code_dir(code_dir: Path):
-    """``{qualified name: (Function, path under the code dir)}`` for every parsed ``.py``."""
-    import codeparse
+    """``{qualified name: (Function, path under the code dir)}`` for every ``.py``, the
+    directory parsed as one program (as ``codeparse check`` reads an archive)."""
+    from codeparse.resolve import parse_program
 
     index: dict[str, tuple[object, str]] = {}
     duplicates: list[str] = []
-    for path in sorted(code_dir.rglob("*.py")):
+    paths = sorted(code_dir.rglob("*.py"))
+    entries = [(f"{code_dir.name}/code/{p.relative_to(code_dir).as_posix()}", p.read_bytes()) for p in paths]
+    files, _ = parse_program(entries)
+    for path, parsed in zip(paths, files):
         rel = path.relative_to(code_dir).as_posix()
-        parsed = codeparse.parse_file(str(path))
         functions = list(parsed.functions)
         for cls in parsed.classes:
             functions.extend(cls.methods)
@@ -299,7 +311,7 @@ def test_script_text_agrees_with_graph(code_path: Path):
     case = code_path.parent.name
     archive = FIXTURES / "archives" / f"{case}.script.pt"
     assert archive.is_file(), f"{archive} is missing for {code_path}: run fixtures/generate.py"
-    module, facts = _archive(archive.name[: -len(".pt")])
+    module, facts = _archive(archive.name[: -len(".pt")], follow=False)
     key = f"{module._c._type().qualified_name()}.forward"
     method = facts[key]
     parsed = codeparse.parse_text(code_path.read_text(encoding="utf-8"), path=str(code_path))
@@ -428,7 +440,7 @@ class Rules(nn.Module):
             x.add_(6)
         if self.buf.is_floating_point():  # 7 tensor_shape through is_*
             x.add_(7)
-        if bool(self.inner(x).sum() > 0):  # 8 the module receiver is not a source
+        if bool(self.inner(x).sum() > 0):  # 8 the receiver is a source; its forward is followed
             x.add_(8)
         m = 0
         for i in range(n):  # a loop's outputs depend on its trip count
@@ -441,7 +453,7 @@ class Rules(nn.Module):
             k = 1
         if k > 1:  # 11 control dependence: n (argument) outranks self.count (attribute)
             x.add_(11)
-        if _oracle_helper(x, self.count):  # 12 a call depends on its arguments (body not followed)
+        if _oracle_helper(x, self.count):  # 12 the helper's body is followed: x reaches it through dim
             x.add_(12)
         if len([1, 2]) == 2:  # 13 constant (literals only; `if 1 > 2` would be folded away)
             x.add_(13)
@@ -512,7 +524,7 @@ def test_ir_oracle_rules():
         "argument",
         "argument",
         "argument",
-        "argument",
+        "tensor_shape",
         "constant",
     ]
     assert facts.if_sources == [
@@ -523,11 +535,11 @@ def test_ir_oracle_rules():
         {("items", "argument")},
         {("x", "tensor_shape")},
         {("self.buf", "tensor_shape")},
-        {("x", "tensor_value")},
+        {("self.inner", "tensor_value"), ("self.inner.scale", "tensor_value"), ("x", "tensor_value")},
         {("n", "argument")},
         {("n", "argument")},
         {("n", "argument"), ("self.count", "attribute")},
-        {("x", "argument"), ("self.count", "attribute")},
+        {("x", "tensor_shape"), ("self.count", "attribute")},
         set(),
     ]
     assert facts.self_getattr_paths == Counter(
