@@ -76,3 +76,23 @@ def test_parse_and_check_never_import_jinja2_or_pygments():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.stderr == "[]"
+
+
+def test_highlighting_is_lossless_on_every_fixture_text():
+    """The TorchScript lexer (rules in grammars/highlight.toml) gives every character a
+    token: the lines put back together are the text, for every fixture."""
+    from codeparse.report.highlight import TorchScriptLexer, highlight_lines
+
+    texts = sorted((ROOT / "fixtures" / "text").glob("*/*.code"))
+    assert len(texts) > 100
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        lines = highlight_lines(text)
+        assert ["".join(t for _, t in line) for line in lines] == text.splitlines(), path
+    tokens = list(TorchScriptLexer().get_tokens_unprocessed('  if torch.eq(s, "a\\"b"):  # c\n'))
+    assert [(str(t), v) for _, t, v in tokens if not v.isspace()] == [
+        ("Token.Keyword", "if"), ("Token.Name", "torch"), ("Token.Punctuation", "."), ("Token.Name", "eq"),
+        ("Token.Punctuation", "("), ("Token.Name", "s"), ("Token.Punctuation", ","),
+        ("Token.Literal.String.Double", '"a\\"b"'), ("Token.Punctuation", ")"), ("Token.Punctuation", ":"),
+        ("Token.Comment.Single", "# c"),
+    ]

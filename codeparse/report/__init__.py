@@ -19,6 +19,7 @@ Jinja2 and Pygments are imported only here (the ``report`` extra), never on the
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Optional, Sequence
@@ -30,12 +31,22 @@ __all__ = ["build_report", "write_report", "KINDS"]
 TEMPLATES = Path(__file__).with_name("templates")
 
 
+@functools.cache
 def _environment():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+    """The Jinja2 environment: autoescape on for every template, strict about undefined names.
 
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
-    return env
+    Compiling the templates costs about as much as rendering a large archive, so their
+    compiled code is cached with Jinja2's own bytecode cache (a private folder in the
+    system's temporary directory, keyed by each template's checksum); where that folder
+    cannot be made, templates are compiled every time."""
+    from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
+
+    try:
+        cache = FileSystemBytecodeCache()
+    except (OSError, RuntimeError):
+        cache = None
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                       trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
 
 
 def build_report(paths: Sequence[str | os.PathLike] = (), script: Optional[str] = None,

@@ -107,5 +107,6 @@
     var target = decodeURIComponent(location.hash.slice(1));
     if (target.indexOf("L-") === 0) showLine(target); else showFinding(target);
   }
+  document.body.dataset.readyMs = performance.now().toFixed(1);  // since navigation start
   document.body.dataset.ready = "1";
 })();

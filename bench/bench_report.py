@@ -1,0 +1,191 @@
+"""Benchmark of `codeparse report` (issue 14), run on demand:
+
+    python bench/bench_report.py            # writes bench/results-report.md
+    python bench/bench_report.py --no-write # only prints
+
+In one run, on one machine (figures are ratios within the run; the tests assert
+behaviour only):
+
+* **report against check** on the scripted `nn.Transformer(d_model=512)` archive
+  (about 177 MB; generated into a temporary folder, never committed, as in
+  bench/bench_check.py): `python -m codeparse report ARCHIVE -o out.html` against
+  `python -m codeparse check ARCHIVE --format jsonl`, run alternately (median of --runs
+  runs each), and in process (imports excluded, best of --rounds): `build_report` against
+  `codeparse.check`.  Target: report costs at most 1.5x check.
+* **time to ready** in headless Chromium (Debian's `/usr/bin/chromium`, through
+  Playwright) on a torch-generated archive with at least 200 module classes, each in its
+  own code file: the page's own `performance.now()` when it sets
+  `document.body.dataset.ready`, against a blank page that sets it at once (median of
+  --runs loads each).  Target: under 1 s absolute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+from _timing import best_of  # bench/ is on sys.path when run as a script
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+BLANK = "<!doctype html><html><body><script>document.body.dataset.readyMs = performance.now().toFixed(1); " \
+        "document.body.dataset.ready = '1';</script></body></html>"
+CLASSES = 200
+
+
+def make_many_classes(folder: Path) -> Path:
+    """A scripted model of CLASSES module classes, each in its own Python module, so each
+    in its own archive code file; every block has an `if` on a shape and a submodule."""
+    import torch
+
+    pkg = folder / "manyblocks"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for i in range(CLASSES):
+        (pkg / f"block{i}.py").write_text(
+            "import torch\nfrom torch import nn\n\n\n"
+            f"class Block{i}(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            f"        self.scale = {i + 1}\n\n"
+            "    def forward(self, x):\n"
+            f"        if x.size(0) > {i % 7}:\n"
+            "            x = self.lin(x)\n"
+            "        return x * self.scale\n"
+        )
+    imports = "\n".join(f"from manyblocks.block{i} import Block{i}" for i in range(CLASSES))
+    (pkg / "model.py").write_text(
+        f"import torch\nfrom torch import nn\n{imports}\n\n\n"
+        "class Many(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        self.blocks = nn.ModuleList([{', '.join(f'Block{i}()' for i in range(CLASSES))}])\n\n"
+        "    def forward(self, x):\n"
+        "        for b in self.blocks:\n"
+        "            x = b(x)\n"
+        "        return x\n"
+    )
+    sys.path.insert(0, str(folder))
+    model = importlib.import_module("manyblocks.model").Many().eval()
+    path = folder / "many_classes.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.jit.save(torch.jit.script(model), str(path))
+    return path
+
+
+def alternate(commands: list[list[str]], runs: int) -> list[float]:
+    """Median wall time of each command, run alternately (load spikes hit both)."""
+    times: list[list[float]] = [[] for _ in commands]
+    for _ in range(runs):
+        for k, cmd in enumerate(commands):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            times[k].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
+
+
+def ready_times(pages: list[Path], runs: int) -> list[float]:
+    """Median ms from navigation start to `dataset.ready`, per page, loads alternated."""
+    from playwright.sync_api import sync_playwright
+
+    got: list[list[float]] = [[] for _ in pages]
+    with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+                                                       args=FLAGS, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        for _ in range(runs + 1):
+            for k, path in enumerate(pages):
+                page.goto(path.as_uri())
+                page.wait_for_function("document.body && document.body.dataset.ready === '1'")
+                got[k].append(float(page.evaluate("document.body.dataset.readyMs")))
+        context.close()
+    return [statistics.median(t[1:]) for t in got]  # the first load of each warms the browser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="codeparse report benchmark (issue 14)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    import codeparse
+    from bench_check import make_large
+    from codeparse.models import Policy
+    from codeparse.report import build_report, write_report
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    os.environ.update(env)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        large = make_large(folder)
+        many = make_many_classes(folder)
+        mb = large.stat().st_size / 1e6
+        out = folder / "large.html"
+        py = sys.executable
+        write_report(out, [str(large)])  # warm the template cache, as any second run finds it
+        check_s, report_s = alternate([[py, "-m", "codeparse", "check", str(large), "--format", "jsonl"],
+                                       [py, "-m", "codeparse", "report", str(large), "-o", str(out)]], args.runs)
+        policy = Policy()
+        codeparse.check([str(large)], policy)
+        build_report([str(large)], policy=policy)
+        check_in = best_of(args.rounds, lambda: codeparse.check([str(large)], policy))
+        report_in = best_of(args.rounds, lambda: build_report([str(large)], policy=policy))
+        page = folder / "many.html"
+        write_report(page, [str(many)])
+        archive = codeparse.open_archive(str(many))
+        blank = folder / "blank.html"
+        blank.write_text(BLANK)
+        many_ms, blank_ms = ready_times([page, blank], args.runs)
+
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        cpus = os.cpu_count()
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        lines = [
+            f"`python bench/bench_report.py` on {when}; CPython {platform.python_version()}, torch {torch.__version__}, "
+            f"{cpus} cores, {platform.machine()}, load average {load:.1f} at the end (a shared machine); "
+            f"process figures are medians of {args.runs} alternated runs, in-process figures the best of "
+            f"{args.rounds} rounds, ready times medians of {args.runs} loads.",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| input | `nn.Transformer(d_model=512)` scripted, {mb:.0f} MB, {out.stat().st_size / 1e6:.2f} MB of HTML |",
+            f"| `codeparse check --format jsonl` (process) | {check_s * 1000:.0f} ms |",
+            f"| `codeparse report -o out.html` (process) | {report_s * 1000:.0f} ms |",
+            f"| **report / check, process** | **{report_s / check_s:.2f}×** (target ≤ 1.5×) |",
+            f"| `codeparse.check` (in process) | {check_in * 1000:.0f} ms |",
+            f"| `build_report` (in process) | {report_in * 1000:.0f} ms |",
+            f"| **report / check, in process** | **{report_in / check_in:.2f}×** |",
+            f"| many-class archive | {len(archive.classes)} classes, {len(archive.files)} code files, "
+            f"{page.stat().st_size / 1e6:.2f} MB of HTML |",
+            f"| time to `dataset.ready`, report of it | {many_ms:.0f} ms |",
+            f"| time to `dataset.ready`, blank page | {blank_ms:.0f} ms |",
+            f"| **ready, absolute / over blank** | **{many_ms / 1000:.2f} s** (target < 1 s); "
+            f"{many_ms / max(blank_ms, 0.1):.1f}× the blank page |",
+        ]
+    text = "\n".join(lines)
+    print(text)
+    if not args.no_write:
+        (ROOT / "bench" / "results-report.md").write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
