@@ -31,8 +31,8 @@ def test_report_command_writes_one_self_contained_page(tmp_path, capsys):
     assert "TorchScript archive (zip)" in html
     assert "PyTorch 1.5 – 2.x (version record 3, grammar torchscript-v2)" in html
     assert "__torch__.CustomModel" in html
-    # One lazily rendered code view per code file (11 entries), each in a <template>.
-    assert html.count('<template id="tpl-a0f') == 11
+    # One lazily rendered code view per code file (11 entries), each waiting unparsed.
+    assert html.count('<script type="text/x-codeparse-view" id="tpl-a0f') == 11
     assert html.count('<details class="file"') == 11
 
 
@@ -62,6 +62,7 @@ def test_input_text_reaches_html_only_escaped(tmp_path):
     assert "<script>alert(1)" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;amp;" in html
     assert html.count("<script>") == 1  # the page's own script only
+    assert html.count("</script>") == 2  # and the one code view: the input could not close it
 
 
 def test_parse_and_check_never_import_jinja2_or_pygments():

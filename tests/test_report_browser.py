@@ -167,7 +167,7 @@ def test_code_views_render_lazily(pages, open_report):
     page = w.page
     files = page.locator("details.file")
     assert files.count() == 11
-    assert page.locator("template").count() == 11
+    assert page.locator("script[type='text/x-codeparse-view']").count() == 11
     assert page.locator("main .line").count() == 0  # nothing rendered before a file is opened
     open_file(page, "code/__torch__.py")
     expect(page.locator("main .line")).to_have_count(49)

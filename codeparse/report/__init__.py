@@ -8,8 +8,9 @@ from an input reaches the page through autoescape, and nowhere else.  CSS and JS
 inlined; a Content-Security-Policy forbids every network request, so the file opens
 from disk and asks nothing of the network.
 
-Large inputs stay usable: each code file's view sits in an inert ``<template>`` and is
-put into the page when its section is opened, so an archive with hundreds of code
+Large inputs stay usable: each code file's view waits as the unparsed text of a
+``<script type="text/x-codeparse-view">`` (autoescaped HTML, in which input text can
+never spell ``</script``) and is put into the page when its section is opened, so an archive with hundreds of code
 files opens as fast as a small one.  The page sets ``document.body.dataset.ready`` when
 its script has run.
 

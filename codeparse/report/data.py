@@ -227,6 +227,7 @@ def _read_sources(path: str, policy: Policy, archive: Archive) -> tuple[dict[str
             group[0] += 1
             group[1] += info.file_size
         wanted = {cf.path for cf in archive.files}
+        marked = {cf.path for cf in archive.files if any(fn.ifs or fn.loops for fn in _functions(cf))}
         for name in reader.names:
             display = reader.display(name)
             if display not in wanted:
@@ -237,8 +238,8 @@ def _read_sources(path: str, policy: Policy, archive: Archive) -> tuple[dict[str
                 continue
             texts[display] = decode_text(data)
             debug = _debug_entry(reader, name)
-            if debug is None or display not in archive.source_map:
-                continue
+            if debug is None or display not in archive.source_map or display not in marked:
+                continue  # original line texts are shown only for ifs and loops
             try:
                 maps.append(read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))),
                                            max_rows=len(data) + 1))

@@ -59,16 +59,12 @@ class TorchScriptLexer(Lexer):
 
 @functools.cache
 def _styled() -> frozenset[str]:
-    """The CSS classes that the Pygments style colours."""
-    from pygments.styles import get_style_by_name
+    """The CSS classes that the Pygments stylesheet colours (inherited styles included)."""
+    from pygments.formatters.html import HtmlFormatter
 
-    style = get_style_by_name(STYLE)
-    out = set()
-    for ttype in STANDARD_TYPES:
-        if style.styles.get(ttype):
-            out.add(STANDARD_TYPES[ttype])
-    out.discard("w")  # whitespace stays plain text
-    return frozenset(out)
+    styled = {cls for cls, (style, _ttype, _level) in HtmlFormatter(style=STYLE).class2style.items() if style}
+    styled.discard("w")  # whitespace stays plain text
+    return frozenset(styled)
 
 
 @functools.cache

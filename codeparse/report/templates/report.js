@@ -2,12 +2,12 @@
 (function () {
   "use strict";
 
-  // A code view is put into the page from its <template> when its file is first opened.
+  // A code view is put into the page from its unparsed script element when its file is first opened.
   function render(details) {
     if (details.dataset.rendered) return;
-    var tpl = document.getElementById("tpl-" + details.dataset.file);
+    var view = document.getElementById("tpl-" + details.dataset.file);
     var body = details.querySelector(".code-body");
-    if (tpl && body) body.appendChild(tpl.content.cloneNode(true));
+    if (view && body) body.innerHTML = view.textContent;  // autoescaped HTML made by the template
     details.dataset.rendered = "1";
   }
 
