@@ -97,3 +97,26 @@ def test_highlighting_is_lossless_on_every_fixture_text():
         ("Token.Literal.String.Double", '"a\\"b"'), ("Token.Punctuation", ")"), ("Token.Punctuation", ":"),
         ("Token.Comment.Single", "# c"),
     ]
+
+
+def test_each_input_shows_the_findings_check_gives():
+    """The report tells inputs apart as `check` does (by their bytes) and lists the same
+    findings for each: archives, code text, checkpoints, pickles, .pt2, LFS pointers."""
+    import codeparse
+    from codeparse.models import Policy
+    from codeparse.report.data import collect_input, input_paths
+    from codeparse.report.highlight import highlight_lines
+
+    paths = [str(ROOT / "fixtures" / "files"), str(ARCHIVE), str(SCRIPT)]
+    policy = Policy()
+    expected = codeparse.check(paths, policy).inputs
+    inputs = input_paths(paths)
+    assert [p for p, _ in inputs] == [r.path for r in expected]
+    kinds = set()
+    for n, ((path, problem), want) in enumerate(zip(inputs, expected)):
+        view = collect_input(f"a{n}", path, policy, highlight_lines, problem)
+        assert (view.kind, view.readable) == (want.kind, want.readable), path
+        assert [(f.code, f.message, f.line) for f in view.findings] == [
+            (f.code, f.message, f.span.line if f.span else None) for f in want.findings], path
+        kinds.add(view.kind)
+    assert {"archive", "code", "checkpoint", "pickle", "pt2", "lfs_pointer"} <= kinds

@@ -242,7 +242,7 @@ def _read_sources(path: str, policy: Policy, archive: Archive) -> tuple[dict[str
                 continue  # original line texts are shown only for ifs and loops
             try:
                 maps.append(read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))),
-                                           max_rows=len(data) + 1))
+                                           max_rows=len(data) + 1, max_chars=policy.max_debug_chars))
             except Exception:  # noqa: BLE001 - the reader already reported why (CP314/CP315)
                 continue
     finally:
@@ -445,31 +445,43 @@ def _policy_report(path: str, archive: Archive, policy: Policy):
                        findings=_filter(archive.findings, policy))
 
 
+def _findings_only(view: InputView, report) -> InputView:
+    """An input with no code to show (a checkpoint, a pickle, a .pt2, an unreadable file):
+    what ``check`` says about it."""
+    view.kind = report.kind
+    view.readable = report.readable
+    if not report.readable:
+        view.error = "; ".join(f"{f.code} {f.message}" for f in report.findings) or "unreadable"
+        return view
+    labels = {"checkpoint": "torch.save checkpoint", "pickle": "plain pickle", "pt2": "torch.export archive (.pt2)",
+              "lfs_pointer": "Git LFS pointer (the model itself is not here)", "other": "not a model file"}
+    view.summary = [("format", labels.get(report.kind, report.kind)), ("code", "none to show")]
+    view.findings = [_finding_view(f, f"{view.id}F{n}", view.path, {}) for n, f in enumerate(report.findings)]
+    view.severities = {s: sum(1 for f in view.findings if f.severity == s) for s in SEVERITIES}
+    view.export = getattr(report, "export", None)
+    return view
+
+
 def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: Optional[str] = None) -> InputView:
-    """Everything shown about one input; never raises for bad input."""
+    """Everything shown about one input; never raises for bad input.  Inputs are told
+    apart as ``check`` tells them (by their bytes): TorchScript archives and code text
+    are shown in full, other model files by what ``check`` finds in them."""
     from ..api import InputError, decode_text, parse_text
     from ..archive import is_archive_path, read_archive
-    from ..check import check_input
+    from ..check import _kind, check_input
 
-    view = InputView(id=input_id, path=path, kind="archive" if is_archive_path(path) else "code", readable=True)
-    if problem is not None or view.kind == "code":
-        report = check_input(path, policy, problem)
-        if not report.readable:
-            view.readable = False
-            view.error = "; ".join(f"{f.code} {f.message}" for f in report.findings)
-            return view
-        text = decode_text(open(path, "rb").read())
-        cf = parse_text(text, path)
-        files, texts, origins, line_text, archive = [cf], {path: text}, {}, None, None
-        view.summary = [("input", "code text"), ("grammar", cf.grammar)]
-    else:
+    view = InputView(id=input_id, path=path, kind="archive", readable=True)
+    if problem is not None:
+        return _findings_only(view, check_input(path, policy, problem))
+    kind = _kind(path, None, policy)
+    if kind is not None and kind.kind not in ("torchscript", "other"):
+        return _findings_only(view, check_input(path, policy))
+    archive = None
+    if (kind is not None and kind.kind == "torchscript") or is_archive_path(path):
         try:
             archive = read_archive(path, policy)
-        except InputError as exc:
-            report = check_input(path, policy)
-            view.readable = False
-            view.error = "; ".join(f"{f.code} {f.message}" for f in report.findings) or exc.message
-            return view
+        except InputError:
+            return _findings_only(view, check_input(path, policy))
         report = _policy_report(path, archive, policy)
         files = archive.files
         texts, line_text, view.sizes = _read_sources(path, policy, archive)
@@ -486,6 +498,15 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
             ("classes", str(len(archive.classes))),
             ("functions reachable from forward", f"{len(archive.reachable)} of {len(archive.functions)}"),
         ]
+    else:
+        report = check_input(path, policy)
+        if not report.readable:
+            return _findings_only(view, report)
+        view.kind = "code"
+        text = decode_text(open(path, "rb").read())
+        cf = parse_text(text, path)
+        files, texts, origins, line_text = [cf], {path: text}, {}, None
+        view.summary = [("input", "code text"), ("grammar", cf.grammar)]
     view.export = getattr(report, "export", None)
     file_ids = {cf.path: f"{input_id}f{n}" for n, cf in enumerate(files)}
     fn_live, line_live = _reachability(files, archive)
