@@ -434,11 +434,15 @@ def _mobile_bytecode(reader: ZipReader) -> list[dict]:
 
 
 def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
-                 grammar: Optional[str] = None, data: Optional[bytes] = None) -> Archive:
+                 grammar: Optional[str] = None, data: Optional[bytes] = None,
+                 extras: Optional[dict] = None) -> Archive:
     """Read a saved TorchScript archive into an :class:`Archive` (see the module docs).
 
     ``data``: the archive's bytes when it is not a file (``check -`` reads standard input);
-    ``path`` is then only its name in findings."""
+    ``path`` is then only its name in findings.  ``extras``, when given, receives what
+    :mod:`codeparse.export` needs beyond the model: ``offset_maps`` (entry -> ``(LineMap,
+    text)``, the origin of any offset) and ``traced`` (the archive holds
+    ``traced_inputs.pkl``: torch.jit.trace of torch >= 2.1)."""
     from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
     from .grammar import load_semantics
     from .resolve import parse_program, resolve
@@ -455,6 +459,7 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
         findings.extend(version_findings)
         root_name = load_semantics()["names"]["qualified_root"]
         maps: dict[str, dict[int, tuple[str, int]]] = {}
+        offset_maps: dict[str, tuple] = {}  # entry -> (LineMap, text): origins of any offset
         code_names = [n for n in reader.names
                       if n.endswith(".py") and any(n.startswith(p) for p in prefixes)]
         entries: list[tuple[str, bytes]] = []
@@ -492,16 +497,22 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
             except DebugInfoError as exc:
                 findings.append(diagnostic("CP315", shown, None, entry=debug, reason=str(exc)))
                 continue
-            maps[display] = line_origins(decode_text(data), line_map)
+            text = decode_text(data)
+            maps[display] = line_origins(text, line_map)
+            offset_maps[display] = (line_map, text)
         root_class = legacy_root or _root_class(reader, root_name)
         findings.extend(_mobile_bytecode(reader))
         from .scan import archive_pickle_findings
 
         findings.extend(archive_pickle_findings(reader))
-        return resolve(
+        archive = resolve(
             path=shown, layout=layout, root=reader.root, version=version, entries=count, files=files,
             maps=maps, root_class=root_class, findings=findings,
         )
+        if extras is not None:
+            extras["offset_maps"] = offset_maps
+            extras["traced"] = any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in reader.names)
+        return archive
     finally:
         reader._zf.close()
         fp = getattr(reader._zf, "fp", None)

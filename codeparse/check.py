@@ -13,6 +13,7 @@ the command line, which wins::
     max-total-bytes = 536870912
     max-ratio = 200
     max-debug-chars = 33554432         # distinct source text one .debug_pkl may rebuild (CP315)
+    target = "trace"                   # trace (CP2xx conditions) | export (CP4xx, and a verdict)
 
 Severities: every finding has the severity of its row in :mod:`codeparse.codes`.  A
 branch on tensor values (CP201) is a *warning*: by default (``fail-on = "error"``)
@@ -56,6 +57,7 @@ _KEYS = {
     "max-total-bytes": "max_total_bytes", "max_total_bytes": "max_total_bytes",
     "max-ratio": "max_ratio", "max_ratio": "max_ratio",
     "max-debug-chars": "max_debug_chars", "max_debug_chars": "max_debug_chars",
+    "target": "target",
 }
 
 
@@ -124,6 +126,9 @@ def policy_with(policy: Policy, where: str = "command line", **changes: Any) -> 
         elif key == "fail_on":
             if value not in ("error", "warning", "info", "never"):
                 raise PolicyError(f"{where}: fail-on must be error, warning, info or never, not {value!r}")
+        elif key == "target":
+            if value not in ("trace", "export"):
+                raise PolicyError(f"{where}: target must be trace or export, not {value!r}")
         elif key.startswith("max_"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PolicyError(f"{where}: {key.replace('_', '-')} must be a positive integer")
@@ -248,15 +253,22 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
         report = scan_input(path, kind, policy, data)
         return report.model_copy(update={"findings": _filter(report.findings, policy, force=not report.readable)})
     if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
+        extras: dict = {}
         try:
-            archive = read_archive(path, policy, data=data)
+            archive = read_archive(path, policy, data=data, extras=extras)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
             return InputReport(path=path, kind="archive", readable=False,
                                findings=_filter([Finding.model_validate(finding)], policy, force=True))
         live = sum(1 for b in archive.branches if b.reachable)
+        findings, verdict = list(archive.findings), None
+        if policy.target == "export":
+            from .export import archive_export
+
+            found, verdict = archive_export(archive, extras)
+            findings = _with_export(findings, found, [cf.path for cf in archive.files])
         return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
-                           findings=_filter(archive.findings, policy))
+                           findings=_filter(findings, policy), export=verdict)
     try:
         code_file = parse_file(path) if data is None else parse_bytes(data, path)
     except InputError as exc:
@@ -268,10 +280,28 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
     for fn in functions:
         for if_ in fn.ifs:
             ifs.append(condition_finding(path, fn.qualified_name, if_))
-    findings.extend(ifs)
+    verdict = None
+    if policy.target == "export":
+        from .export import code_file_export
+
+        found, verdict = code_file_export(code_file)
+        findings.extend(found)
+    else:
+        findings.extend(ifs)
     findings.sort(key=lambda f: f.span.start if f.span else -1)
     return InputReport(path=path, kind="code", readable=True, files=1, branches=len(ifs),
-                       findings=_filter(findings, policy))
+                       findings=_filter(findings, policy), export=verdict)
+
+
+def _with_export(findings: list[Finding], export: list[Finding], order: list[str]) -> list[Finding]:
+    """An archive's findings with its trace-target condition findings (CP201-CP208) replaced by ``export``."""
+    from .resolve import CONDITION_CODES, TRAINING_CODE
+
+    trace_codes = set(CONDITION_CODES.values()) | {TRAINING_CODE}
+    rank = {p: i for i, p in enumerate(order)}
+    kept = [f for f in findings if f.code not in trace_codes]
+    merged = kept + export
+    return sorted(merged, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
 
 
 def _filter(findings: Iterable[Finding], policy: Policy, force: bool = False) -> list[Finding]:

@@ -82,9 +82,17 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
             if f.span is not None:
                 where += f":{f.span.line}:{f.span.column}"
             source = f"← {f.origin.path}:{f.origin.line}" if f.origin else ""
+            if f.related:
+                source += (" " if source else "") + "; ".join(f"{r.path}:{r.line}" for r in f.related[:3])
             table.add_row(Text(for_text(where)), f.code, Text(f.severity, style=style[f.severity]),
                           Text(for_text(f.message)), Text(for_text(source)))
         console.print(table)
+    for item in report.inputs:
+        if item.export is not None:
+            from .escaping import for_text
+            from .export import verdict_line
+
+            console.print(Text(for_text(verdict_line(item.path, item.export)), style="bold"))
     counts = report.counts
     console.print(
         f"{len(report.inputs)} input(s): {counts['error']} error(s), {counts['warning']} warning(s), "
@@ -165,13 +173,16 @@ def register(group: click.Group) -> None:
                   help="Highest inflated/stored size ratio of an entry read.")
     @click.option("--max-debug-chars", type=click.IntRange(min=1), default=None,
                   help="Most characters of distinct source text one .debug_pkl may rebuild (CP315).")
+    @click.option("--target", type=click.Choice(["trace", "export"]), default=None,
+                  help="Condition findings for torch.jit.trace (CP2xx, the default) or torch.export "
+                       "(CP4xx and a verdict per input).")
     @click.option("--config", default=None, metavar="PYPROJECT",
                   help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
     @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
     def check_command(paths: tuple[str, ...], fmt: str, jobs: int, select: Optional[str], ignore: Optional[str],
                       fail_on: Optional[str], max_entries: Optional[int], max_entry_bytes: Optional[int],
                       max_total_bytes: Optional[int], max_ratio: Optional[int], max_debug_chars: Optional[int],
-                      config: Optional[str],
+                      target: Optional[str], config: Optional[str],
                       color: Optional[bool]) -> int:
         """Check saved TorchScript archives (.pt, .ptl, .zip, torch.package...), .code files
         and directories of them; report coded findings.
@@ -183,6 +194,7 @@ def register(group: click.Group) -> None:
             "select": select, "ignore": ignore, "fail_on": fail_on, "max_entries": max_entries,
             "max_entry_bytes": max_entry_bytes, "max_total_bytes": max_total_bytes, "max_ratio": max_ratio,
             "max_debug_chars": max_debug_chars,
+            "target": target,
         }
         return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color)
 

@@ -1,6 +1,7 @@
 """The table of diagnostic codes: one row per code, stable forever.
 
-``CP1xx`` reading text, ``CP2xx`` inference, ``CP3xx`` input, archive and grammar.
+``CP1xx`` reading text, ``CP2xx`` inference, ``CP3xx`` input, archive and grammar,
+``CP4xx`` what ``torch.export`` will meet (``check --target export``).
 Each row gives the code, a snake_case name, a message template (``str.format`` with
 named arguments, which stay machine-readable in ``Diagnostic.args``) and a severity.
 A test checks that every code here is produced by some input and that nothing
@@ -84,6 +85,13 @@ CODES: dict[str, Code] = {
         Code("CP221", "script_failed", "torch.jit.script failed: {message}", "error"),
         Code("CP222", "tracer_warning", "TracerWarning at {file}:{line}: {message}", "warning"),
         Code("CP223", "trace_failed", "torch.jit.trace failed: {message}", "error"),
+        # -- "Will it export?" (issue 9): CP401-CP419, under `check --target export` --
+        Code("CP401", "export_data_dependent_branch", "{what} on tensor values: `{condition}` depends on {sources}; torch.export cannot trace it (GuardOnDataDependentSymNode): {advice}", "error"),
+        Code("CP402", "export_data_dependent_shape_branch", "{what} on a data-dependent size: `{condition}` reads the size of a tensor made from tensor values ({producers}); torch.export cannot decide it: assert what the code needs with torch._check(...) / torch._check_is_size(...), or move the check out of the exported code", "error"),
+        Code("CP403", "export_shape_specialization", "{what} on tensor shape: `{condition}` depends on {sources}; torch.export specializes to the example's shape; with a named Dim on that dimension export fails unless the Dim's range decides it: give dynamic_shapes a Dim with min/max on the side the example takes (Dim.AUTO refines silently)", "info"),
+        Code("CP404", "export_specialization", "{what} on {kind}: `{condition}` depends on {sources}; torch.export keeps the branch the example takes", "info"),
+        Code("CP405", "export_tensor_to_scalar", "`{conversion}` turns a tensor's value into a Python number outside a condition; non-strict torch.export rejects it even without a branch: keep the value a tensor, or bound it with torch._check(...) / torch._check_is_size(...)", "error"),
+        Code("CP406", "export_unknown_branch", "cannot tell what `{condition}` depends on; torch.export may fail or specialize at this {what}", "warning"),
         # -- legacy formats (issue 5): CP350-CP369 --
         Code("CP350", "unresolved_constant", "{name} is not in the model.json tensor table ({count} tensors)", "error"),
         Code("CP351", "mobile_bytecode", "mobile bytecode version {version} in {entry}: {methods} methods, {count} operators: {operators}", "info"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any, Optional
 
+from .datadep import FunctionDataDependence
 from .expressions import ExpressionReader
 from .grammar import Grammar
 from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
@@ -230,17 +231,21 @@ class Extractor:
             hi = bisect_left(starts, max(s.block_end for s in block))
             return calls[lo:hi]
 
+        dd = FunctionDataDependence(inference)
         ifs = []
         for if_stmt, depth, scopes in walk.ifs:
             ifs.append({
                 "span": src.span(if_stmt.start, if_stmt.end),
                 "block_span": src.span(if_stmt.start, if_stmt.block_end),
                 "depth": depth,
-                "condition": inference.condition(if_stmt.span_of("test"), scopes),
+                "condition": self._condition(inference, dd, if_stmt.span_of("test"), scopes),
                 "then_calls": calls_in(if_stmt.body),
                 "else_calls": calls_in(if_stmt.orelse),
                 "has_else": if_stmt.else_stmt is not None,
             })
+        for loop, (test, scopes) in zip(walk.loops, walk.loop_tests):
+            loop["condition"] = self._condition(inference, dd, test, scopes)
+        conversions = [src.span(*s) for s in dd.conversions(calls)]
         self._fill_roles(self_refs, receivers, declared, ifs)
         return {
             "name": name,
@@ -250,8 +255,22 @@ class Extractor:
             "loops": walk.loops,
             "self_refs": self_refs,
             "calls": calls,
+            "scalar_conversions": conversions,
             "span": src.span(stmt.start, stmt.block_end),
         }
+
+    def _condition(self, inference: Inference, dd: FunctionDataDependence, test: tuple[int, int], scopes) -> dict:
+        """``inference.condition`` plus the data-dependence fields of :mod:`codeparse.datadep`."""
+        cond = inference.condition(test, scopes)
+        related = None
+        cond["data_dependent_shape"] = False
+        if cond["kind"] == "tensor_shape":
+            related = dd.shape(inference.tree(test))
+            cond["data_dependent_shape"] = related is not None
+        elif cond["kind"] == "tensor_value":
+            related = dd.value_conversions(inference.tree(test))
+        cond["related"] = [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]]
+        return cond
 
     def _scan(self, start: int, end: int, inference: Inference, targets: list[tuple[int, int]]):
         """Calls and self references in ``text[start:end]``, in textual order."""
@@ -372,6 +391,7 @@ class _Walk:
         self.facts = facts
         self.ifs: list[tuple[Stmt, int, tuple[Scope, ...]]] = []
         self.loops: list[dict] = []
+        self.loop_tests: list[tuple[tuple[int, int], tuple[Scope, ...]]] = []  # test span, enclosing scopes
         self.target_spans: list[tuple[int, int]] = []
 
     def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
@@ -447,6 +467,7 @@ class _Walk:
                     "depth": depth,
                     "span": self.ex.source.span(s.start, s.end),
                 })
+                self.loop_tests.append((test, scopes))
                 self.block(s.body, depth + 1, scopes + (scope,))
             elif k == "with":
                 scope = Scope("with", "body", s.span_of("item"), s.start)

@@ -109,6 +109,19 @@ class Condition(Node):
     kind: ConditionKind = Field(description="What the condition depends on (highest priority source).")
     sources: list[ConditionSource] = Field(description="Everything found it depends on.")
     none_check: bool = Field(description="True for `torch.__is__`/`torch.__isnot__` against `None`.")
+    data_dependent_shape: bool = Field(
+        default=False,
+        description="A `tensor_shape` condition that reads the size (size, numel, len) of a tensor whose size "
+        "depends on tensor values: `nonzero`, `masked_select`, `x[mask]`, `unique`, `repeat_interleave` with "
+        "tensor repeats, a factory sized by `int(t)` (grammars/semantics.toml `[export]`), followed through "
+        "locals, lists and calls.",
+    )
+    related: list[Span] = Field(
+        default_factory=list,
+        description="Definitions elsewhere in this text that decide the kind: the conversions of a "
+        "`tensor_value` condition (`bool(...)` a line above), the producers of a data-dependent size (the "
+        "`nonzero` call, in another method too; a producer in another file is given by its call site here).",
+    )
 
 
 class Call(Node):
@@ -151,6 +164,11 @@ class Loop(Node):
     iter: str = Field(description="What a `for` iterates over, or a `while` condition, as printed.")
     depth: int = Field(description="0 directly in the function body, +1 per enclosing block.")
     span: Span = Field(description="The loop header line.")
+    condition: Optional[Condition] = Field(
+        default=None,
+        description="What the loop depends on, as for an `if`: a `while` test, or what decides a `for`'s "
+        "trip count (its iterable: `range(torch.size(idx, 0))`).",
+    )
 
 
 class SelfRef(Node):
@@ -177,6 +195,10 @@ class Function(Node):
     loops: list[Loop] = Field(description="All `for`/`while` loops, nested ones too, in textual order.")
     self_refs: list[SelfRef] = Field(description="Every attribute read rooted at `self`, in textual order.")
     calls: list[Call] = Field(description="Every call in the body, in textual order.")
+    scalar_conversions: list[Span] = Field(
+        default_factory=list,
+        description="`int(t)`, `float(t)`, `bool(t)` of a Tensor's value, in textual order (conditions' ones included).",
+    )
     span: Span = Field(description="From `def` to the end of the body.")
 
 
@@ -236,6 +258,12 @@ class Finding(Diagnostic):
         default_factory=list,
         description="For a condition finding (CP201-CP208): what the condition depends on, the deciding "
         "source first (`args.sources` is the same, rendered as text).",
+    )
+    related: list[SourceLocation] = Field(
+        default_factory=list,
+        description="Original source lines of the definitions that decide the finding (the conversion a line "
+        "above an `if`, the `nonzero` in another method), where torch often reports the failure; the code "
+        "line itself (path `archive!entry` or the code file) when debug info does not map it.",
     )
 
 
@@ -302,6 +330,31 @@ class Policy(Node):
     max_debug_chars: int = Field(
         default=32 << 20, description="Most characters of distinct source text one `.debug_pkl` may rebuild (CP315)."
     )
+    target: Literal["trace", "export"] = Field(
+        default="trace",
+        description="What condition findings are about: `trace` (CP2xx, what torch.jit.trace bakes in) or "
+        "`export` (CP4xx, what torch.export meets; each input gets an `export` verdict).",
+    )
+
+
+ExportVerdictKind = Literal["exports", "exports_with_specializations", "blocked", "cannot_tell"]
+
+
+class ExportVerdict(Node):
+    """Will this input export with ``torch.export``? (``check --target export``)."""
+
+    verdict: ExportVerdictKind = Field(
+        description="`exports`; `exports_with_specializations` (branches on shapes, attributes, arguments "
+        "or runtime state are fixed to the example's); `blocked` (a CP401/CP402/CP405 construct reachable "
+        "from forward); `cannot_tell` (a reachable condition of unknown kind, or a trace archive)."
+    )
+    blocked: list[SourceLocation] = Field(
+        default_factory=list,
+        description="Where export fails: the original line (else the code line) of each blocking finding.",
+    )
+    specializations: int = Field(default=0, description="CP403/CP404 findings: branches export fixes to the example.")
+    unknown: int = Field(default=0, description="CP406 findings: conditions of unknown kind.")
+    reason: str = Field(default="", description="Why, in one sentence (for `cannot_tell` on a trace: its branches were dropped).")
 
 
 class PickleReport(Node):
@@ -332,6 +385,9 @@ class InputReport(Node):
     branches: int = Field(default=0, description="`if` statements found (reachable ones, for archives).")
     findings: list[Finding] = Field(default_factory=list, description="Findings the policy selects, in order.")
     pickles: list[PickleReport] = Field(default_factory=list, description="Every pickle walked, with the globals it names.")
+    export: Optional[ExportVerdict] = Field(
+        default=None, description="The export verdict (`check --target export`; null under `--target trace`)."
+    )
 
 
 class Report(Node):

@@ -60,15 +60,27 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         result["properties"] = {"args": dict(finding.args)}
     if finding.sources:
         result.setdefault("properties", {})["sources"] = [s.model_dump(mode="json") for s in finding.sources]
+    related = []
     if finding.origin is not None:
-        result["relatedLocations"] = [{
+        related.append({
             "id": 1,
             "message": {"text": "original source"},
             "physicalLocation": {
                 "artifactLocation": {"uri": _uri(finding.origin.path)},
                 "region": {"startLine": max(finding.origin.line, 1)},
             },
-        }]
+        })
+    for r in finding.related:
+        related.append({
+            "id": len(related) + 1,
+            "message": {"text": "decides it"},
+            "physicalLocation": {
+                "artifactLocation": {"uri": _uri(r.path)},
+                "region": {"startLine": max(r.line, 1)},
+            },
+        })
+    if related:
+        result["relatedLocations"] = related
     return result
 
 
@@ -101,6 +113,9 @@ def to_sarif(report: Report, version: str = "unknown") -> dict[str, Any]:
             }},
             "artifacts": artifacts,
             "results": results,
+            **({"properties": {"export": {r.path: r.export.model_dump(mode="json") for r in report.inputs
+                                          if r.export is not None}}}
+               if any(r.export is not None for r in report.inputs) else {}),
             "invocations": [{
                 "executionSuccessful": report.exit_code != 2,
                 "exitCode": report.exit_code,

@@ -1,0 +1,180 @@
+"""``check --target export`` (issue 9): known answers from real ``torch.export`` runs.
+
+``fixtures/export_expected.json`` records what ``torch.export.export`` and
+``draft_export`` did with each model of ``fixtures/models_export.py``
+(``fixtures/record_export.py``).  Recall: every recorded data-dependent failure
+whose innermost user frame is in archived code is matched by a CP401/CP402/CP405
+at that line (its origin or a related line).  Precision: every CP401/CP402/CP405
+has a recorded failure at its origin or related lines.  Both are 100 %.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import codeparse
+from codeparse.check import check, policy_with
+from codeparse.models import Policy
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+EXPECTED = json.loads((FIXTURES / "export_expected.json").read_text(encoding="utf-8"))
+CASES = sorted(EXPECTED["cases"])
+BLOCKING = {"CP401", "CP402", "CP405"}
+EXPORT = policy_with(Policy(), target="export")
+
+
+@pytest.fixture(scope="module")
+def reports():
+    paths = [str(FIXTURES / "archives" / f"{case}.script.pt") for case in CASES]
+    report = check(paths, EXPORT)
+    return {case: item for case, item in zip(CASES, report.inputs)}
+
+
+def _lines(finding) -> set[tuple[str, int]]:
+    out = {(r.path, r.line) for r in finding.related}
+    if finding.origin is not None:
+        out.add((finding.origin.path, finding.origin.line))
+    return out
+
+
+def _failures(case: str) -> list[tuple[str, int]]:
+    """Innermost user frame of each recorded data-dependent failure (export and draft_export)."""
+    rec = EXPECTED["cases"][case]
+    out = []
+    if rec["export"]["data_dependent"] and rec["export"]["frames"]:
+        f = rec["export"]["frames"][-1]
+        out.append((f["path"], f["line"]))
+    for failure in rec["draft_export"]["failures"]:
+        if failure["type"] == "DATA_DEPENDENT_ERROR" and failure["frames"]:
+            f = failure["frames"][-1]
+            out.append((f["path"], f["line"]))
+    return out
+
+
+def test_recall_and_precision_are_100_percent(reports):
+    failures = matched = 0
+    predicted = confirmed = 0
+    missed, wrong = [], []
+    for case in CASES:
+        blocking = [f for f in reports[case].findings if f.code in BLOCKING]
+        lines = set().union(*(_lines(f) for f in blocking)) if blocking else set()
+        recorded = set(_failures(case))
+        for frame in _failures(case):
+            failures += 1
+            if frame in lines:
+                matched += 1
+            else:
+                missed.append((case, frame))
+        for f in blocking:
+            predicted += 1
+            if _lines(f) & recorded:
+                confirmed += 1
+            else:
+                wrong.append((case, f.code, f.origin))
+    assert (failures, predicted) == (36, 18)  # the figures in the README
+    assert missed == [] and matched == failures
+    assert wrong == [] and confirmed == predicted
+
+
+def test_verdicts(reports):
+    verdicts = {case: reports[case].export.verdict for case in CASES}
+    for case in CASES:
+        rec = EXPECTED["cases"][case]["export"]
+        if rec["data_dependent"]:
+            assert verdicts[case] == "blocked", case
+        else:
+            assert verdicts[case] in ("exports", "exports_with_specializations"), case
+    assert verdicts["export_plain"] == "exports"
+    assert verdicts["export_shape_static"] == "exports_with_specializations"
+    # A named Dim on the branch's dimension: export fails with a constraint violation, which
+    # CP403 says (info), not a data-dependent block.
+    assert EXPECTED["cases"]["export_shape_named_dim"]["export"]["exception"] == "UserError"
+    named = reports["export_shape_named_dim"]
+    assert [f.code for f in named.findings] == ["CP403"] and "named Dim" in named.findings[0].message
+
+
+def test_codes_per_construct(reports):
+    def codes(case):
+        return [f.code for f in reports[case].findings if f.code.startswith("CP4")]
+
+    assert codes("export_value_if_forward") == ["CP401"]
+    assert codes("export_nonzero_size_branch") == ["CP402"]
+    assert codes("export_for_nonzero_size") == ["CP402"]
+    assert codes("export_while_value") == ["CP401"]
+    assert codes("export_int_as_size") == ["CP405"]
+    assert codes("export_for_range_size") == ["CP403"]
+    assert codes("export_training_branch")[0] == "CP404"
+    assert codes("export_nonzero_no_branch") == [] and codes("export_masked_no_branch") == []
+    f = reports["export_value_bool_above"].findings[0]
+    assert (f.origin.line, [r.line for r in f.related]) == (101, [99])  # the if, and the bool() above it
+    f = reports["export_nonzero_other_method"].findings[0]
+    assert f.origin.line == 133 and 129 in [r.line for r in f.related]  # nonzero in select()
+
+
+def test_data_dependent_shape_flag_and_loop_conditions():
+    archive = codeparse.open_archive(FIXTURES / "archives" / "export_nonzero_other_method.script.pt")
+    fn = archive.functions["__torch__.NonzeroOtherMethod.forward"]
+    assert fn.ifs[0].condition.kind == "tensor_shape" and fn.ifs[0].condition.data_dependent_shape
+    archive = codeparse.open_archive(FIXTURES / "archives" / "export_shape_static.script.pt")
+    assert not archive.functions["__torch__.ShapeBranch.forward"].ifs[0].condition.data_dependent_shape
+    archive = codeparse.open_archive(FIXTURES / "archives" / "export_for_nonzero_size.script.pt")
+    loop = archive.functions["__torch__.ForNonzeroSize.forward"].loops[0]
+    assert (loop.condition.kind, loop.condition.data_dependent_shape) == ("tensor_shape", True)
+    archive = codeparse.open_archive(FIXTURES / "archives" / "export_while_value.script.pt")
+    assert archive.functions["__torch__.WhileValue.forward"].loops[0].condition.kind == "tensor_value"
+
+
+def test_trace_archive_cannot_tell_and_unknown_warns(tmp_path):
+    report = check([str(FIXTURES / "archives" / "export_plain.trace.pt")], EXPORT)
+    assert report.inputs[0].export.verdict == "cannot_tell"
+    assert "torch.jit.trace" in report.inputs[0].export.reason
+    code = tmp_path / "u.code"
+    code.write_text("def h(x: int) -> int:\n  if y:\n    return x\n  else:\n    return 1\n")
+    item = check([str(code)], EXPORT).inputs[0]
+    assert [f.code for f in item.findings] == ["CP406"] and item.export.verdict == "cannot_tell"
+
+
+def test_target_default_is_trace_and_pyproject_key(tmp_path):
+    path = str(FIXTURES / "archives" / "export_value_if_forward.script.pt")
+    item = check([path], Policy()).inputs[0]
+    assert item.export is None and {f.code for f in item.findings} == {"CP201"}
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.codeparse]\ntarget = "export"\n')
+    from codeparse.check import PolicyError, load_policy
+
+    assert load_policy(pyproject).target == "export"
+    pyproject.write_text('[tool.codeparse]\ntarget = "jit"\n')
+    with pytest.raises(PolicyError):
+        load_policy(pyproject)
+
+
+def test_cli_table_json_sarif(capsys):
+    from codeparse.cli import main
+
+    path = str(FIXTURES / "archives" / "export_nonzero_other_method.script.pt")
+    assert main(["check", "--target", "export", "--no-color", path]) == 1
+    out = capsys.readouterr().out
+    assert "export verdict for" in out and "blocked at fixtures/models_export.py:133" in out
+    assert main(["check", "--target", "export", "--format", "json", path]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["inputs"][0]["export"]["verdict"] == "blocked"
+    assert main(["check", "--target", "export", "--format", "sarif", path]) == 1
+    sarif = json.loads(capsys.readouterr().out)
+    run = sarif["runs"][0]
+    assert run["properties"]["export"][path]["blocked"] == [{"path": "fixtures/models_export.py", "line": 133}]
+    assert any(r["message"]["text"] == "decides it" for r in run["results"][0]["relatedLocations"])
+
+
+def test_every_issue9_code_is_produced(reports, tmp_path):
+    from codeparse.codes import CODES
+
+    produced = {f.code for item in reports.values() for f in item.findings}
+    code = tmp_path / "u.code"
+    code.write_text("def h(x: int) -> int:\n  if y:\n    return x\n  else:\n    return 1\n")
+    produced |= {f.code for f in check([str(code)], EXPORT).inputs[0].findings}  # CP406
+    mine = {c for c in CODES if "CP401" <= c <= "CP419"}
+    assert mine <= produced
