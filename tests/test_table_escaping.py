@@ -43,7 +43,7 @@ HOSTILE = [
 ]
 # Fields whose values are closed sets (Literal) or numbers as strings: left as they are.
 CLOSED = {"code", "name", "severity", "kind", "taken", "reason", "grammar", "category", "role",
-          "node", "fail_on", "layout", "type", "source", "executions"}
+          "node", "fail_on", "layout", "type", "source", "executions", "target", "verdict"}
 
 
 def hostile(data: Any, counter: list[int] | None = None, key: str = "") -> Any:
