@@ -626,3 +626,55 @@ def test_comparison_reports_disagreements():
     assert "graph says {self.other: attribute}, parse says {self.is_bool: attribute}" in problems
     assert "self refs: graph only [self.extra]" in problems
     assert "method-call receivers: graph only [self.sub]" in problems
+
+
+# ---------------------------------------------------------------------------------------
+# The torch.nn corpus: every scriptable torch.nn module class of torch 2.13
+# ---------------------------------------------------------------------------------------
+
+NN_CORPUS = sorted((FIXTURES / "nn_corpus").glob("*.pt"))
+
+
+def _corpus_problems(path: Path) -> tuple[int, int, dict[str, list[str]]]:
+    """(ifs in the graphs, ifs whose kind and sources agree, disagreements) for one archive."""
+    from codeparse.archive import open_archive
+
+    module, cu = ir_oracle.load_archive(path)
+    facts = ir_oracle.module_facts(module, cu)
+    archive = open_archive(str(path))
+    root = path.name[: -len(".pt")] + "/code/"
+    parsed = {}
+    for cf in archive.files:
+        rel = cf.path.split("!", 1)[1][len(root):]
+        for fn in [*cf.functions, *(m for c in cf.classes for m in c.methods)]:
+            parsed[fn.qualified_name] = (fn, rel)
+    total = agreed = 0
+    per_method: dict[str, list[str]] = {}
+    for name, method in sorted(facts.items()):
+        total += len(method.if_kinds)
+        if name not in parsed:
+            per_method[name] = ["graph has it, parse has no function of that qualified name"]
+            continue
+        fn, rel = parsed[name]
+        problems = compare_function(method, fn, rel)
+        if problems:
+            per_method[f"{name} ({rel})"] = problems
+        bad_lines = {int(p.split()[1].rstrip(":")) for p in problems if p.startswith("line ")}
+        agreed += sum(1 for loc in method.if_lines if loc is not None and loc[1] not in bad_lines)
+    return total, agreed, per_method
+
+
+def test_nn_corpus_present():
+    import json
+
+    manifest = json.loads((FIXTURES / "nn_corpus" / "manifest.json").read_text())
+    assert manifest["torch_version"].startswith("2.13")
+    assert sorted(p.name[: -len(".pt")] for p in NN_CORPUS) == sorted(manifest["scripted"])
+    assert len(NN_CORPUS) >= 130
+
+
+@pytest.mark.parametrize("path", NN_CORPUS, ids=[p.name[: -len(".pt")] for p in NN_CORPUS])
+def test_nn_corpus_agrees_with_graph(path: Path):
+    total, agreed, per_method = _corpus_problems(path)
+    assert not per_method, _report(f"{path.name}: codeparse disagrees with the TorchScript graph", per_method)
+    assert agreed == total
