@@ -287,6 +287,22 @@ def test_script_and_trace_side_by_side_mark_the_frozen_branch(pages, open_report
     page.screenshot(path=str(shots / "pair.png"), full_page=True)
 
 
+def test_side_by_side_highlights_an_unrolled_loop(pages, open_report):
+    report = pages("loop", script=str(ARCHIVES / "known_range_loop.script.pt"),
+                   trace=str(ARCHIVES / "known_range_loop.trace.pt"))
+    page = open_report(report).page
+    script = page.locator("section.pair .col.script").first
+    loop = script.locator(".line.unrolled")
+    assert loop.count() == 1
+    assert "for i in range(torch.size(x, 0)):" in loop.locator(".src").inner_text()
+    assert loop.locator(".note").inner_text() == "unrolled: the trace repeats its body 5 times"
+    assert loop.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 241, 201)"
+    trace = page.locator("section.pair .col.trace").first
+    # The first pass of the body in the trace (the diff's evidence: select, cell, add, tanh).
+    numbers = trace.locator(".line.evidence .ln").all_inner_texts()
+    assert numbers == ["11", "12", "13"]
+
+
 def test_input_text_is_escaped_not_run(tmp_path, open_report):
     hostile = tmp_path / "hostile.code"
     hostile.write_text(

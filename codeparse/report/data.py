@@ -632,6 +632,8 @@ def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
         if s_fn is None or t_fn is None:
             continue
         evidence = {c.trace_line for d in report.ifs if d.module == md.module for c in d.evidence if c.trace_line}
+        evidence |= {c.trace_line for lp in report.unrolled_loops if lp.module == md.module
+                     for c in lp.evidence if c.trace_line}
         s_view = function_view(f"{pair_id}s{k}", s_unit, s_fn, "script")
         t_view = function_view(f"{pair_id}t{k}", t_unit, t_fn, "trace")
         for lv in t_view.lines:
