@@ -260,15 +260,7 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
             return InputReport(path=path, kind="archive", readable=False,
                                findings=_filter([Finding.model_validate(finding)], policy, force=True))
-        live = sum(1 for b in archive.branches if b.reachable)
-        findings, verdict = list(archive.findings), None
-        if policy.target == "export":
-            from .export import archive_export
-
-            found, verdict = archive_export(archive, extras)
-            findings = _with_export(findings, found, [cf.path for cf in archive.files])
-        return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
-                           findings=_filter(findings, policy), export=verdict)
+        return archive_report(path, archive, extras, policy)
     try:
         code_file = parse_file(path) if data is None else parse_bytes(data, path)
     except InputError as exc:
@@ -290,6 +282,21 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
         findings.extend(ifs)
     findings.sort(key=lambda f: f.span.start if f.span else -1)
     return InputReport(path=path, kind="code", readable=True, files=1, branches=len(ifs),
+                       findings=_filter(findings, policy), export=verdict)
+
+
+def archive_report(path: str, archive: Any, extras: dict, policy: Policy) -> InputReport:
+    """The report of an archive already read (``read_archive(..., extras=extras)``): its
+    findings under the policy's target and selection, and the export verdict (also used by
+    ``codeparse report``, which shows the archive itself besides)."""
+    live = sum(1 for b in archive.branches if b.reachable)
+    findings, verdict = list(archive.findings), None
+    if policy.target == "export":
+        from .export import archive_export
+
+        found, verdict = archive_export(archive, extras)
+        findings = _with_export(findings, found, [cf.path for cf in archive.files])
+    return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
                        findings=_filter(findings, policy), export=verdict)
 
 

@@ -23,11 +23,14 @@ def register(group: click.Group) -> None:
                   help="Where to write the HTML page (one self-contained file).")
     @click.option("--script", default=None, metavar="SCRIPT", help="Script side of a pair (.code, directory or archive).")
     @click.option("--trace", default=None, metavar="TRACE", help="Trace side of the pair.")
+    @click.option("--target", type=click.Choice(["trace", "export"]), default=None,
+                  help="What condition findings are about, as in `check`: trace (CP2xx) or export (CP4xx, "
+                       "with each input's export verdict in its summary). Default: pyproject's target, else trace.")
     @click.option("--config", default=None, metavar="PYPROJECT",
                   help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
     @click.option("--title", default=None, help="Page title (default: the inputs).")
     def report_command(paths: tuple[str, ...], output: str, script: Optional[str], trace: Optional[str],
-                       config: Optional[str], title: Optional[str]) -> int:
+                       target: Optional[str], config: Optional[str], title: Optional[str]) -> int:
         """Write one self-contained HTML page about archives, .code files and directories
         (and a --script/--trace pair): summary, module tree, highlighted code with every
         if and loop marked by kind, findings with filters, script and trace side by side.
@@ -45,10 +48,11 @@ def register(group: click.Group) -> None:
             sys.stderr.write(f"codeparse: error: report needs the `report` extra "
                              f"(pip install 'codeparse[report]'): {exc}\n")
             return 2
-        from .check import PolicyError, load_policy
+        from .check import PolicyError, load_policy, policy_with
 
         try:
             policy = load_policy(config) if config else load_policy()
+            policy = policy_with(policy, target=target)
         except PolicyError as exc:
             sys.stderr.write(f"codeparse: error: {exc}\n")
             return 2

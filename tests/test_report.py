@@ -120,3 +120,19 @@ def test_each_input_shows_the_findings_check_gives():
             (f.code, f.message, f.span.line if f.span else None) for f in want.findings], path
         kinds.add(view.kind)
     assert {"archive", "code", "checkpoint", "pickle", "pt2", "lfs_pointer"} <= kinds
+
+
+def test_target_export_shows_the_verdict_and_loop_conditions(tmp_path):
+    archive = ROOT / "fixtures" / "archives" / "export_while_value.script.pt"
+    out = tmp_path / "export.html"
+    assert main(["report", str(archive), "--target", "export", "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert '<span class="verdict v-blocked">blocked</span>' in html
+    assert "blocked at <span class=\"origin\">fixtures/models_export.py:331</span>" in html
+    assert '<span class="badge k-tensor_value">while · tensor value</span>' in html
+    assert 'data-code="CP401"' in html and 'data-code="CP201"' not in html
+    # Under the default target the same loop is a trace finding-free loop, and no verdict is shown.
+    out2 = tmp_path / "trace.html"
+    assert main(["report", str(archive), "-o", str(out2)]) == 0
+    html2 = out2.read_text(encoding="utf-8")
+    assert 'class="verdict' not in html2 and 'data-code="CP401"' not in html2

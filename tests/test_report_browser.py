@@ -303,6 +303,26 @@ def test_side_by_side_highlights_an_unrolled_loop(pages, open_report):
     assert numbers == ["11", "12", "13"]
 
 
+def test_export_target_shows_verdict_and_the_blocking_loop(pages, open_report):
+    report = pages("export", ARCHIVES / "export_while_value.script.pt", policy=_export_policy())
+    page = open_report(report).page
+    verdict = page.locator("tr.export")
+    assert verdict.locator(".verdict").inner_text() == "blocked"
+    assert "fixtures/models_export.py:331" in verdict.inner_text()
+    loop = page.locator(".line.mark[data-what=while]")  # the single file is shown open
+    assert loop.locator("> .badge").inner_text() == "while · tensor value"
+    assert loop.evaluate("e => getComputedStyle(e).borderLeftColor") == RED
+    loop.focus()
+    tip = loop.locator(".tip").inner_text()
+    assert "CP401" in tip and "fixtures/models_export.py:331" in tip
+
+
+def _export_policy():
+    from codeparse.models import Policy
+
+    return Policy(target="export")
+
+
 def test_input_text_is_escaped_not_run(tmp_path, open_report):
     hostile = tmp_path / "hostile.code"
     hostile.write_text(

@@ -56,6 +56,7 @@ class FindingView:
     line: Optional[int] = None
     column: Optional[int] = None
     origin: Optional[str] = None  # `model.py:65`
+    related: list[str] = field(default_factory=list)  # original lines of the definitions that decide it
     reachable: bool = True
 
 
@@ -137,8 +138,9 @@ class InputView:
     sizes: list[tuple[str, int, int]] = field(default_factory=list)  # (group, entries, bytes)
     if_kinds: list[tuple[str, str, int, int]] = field(default_factory=list)  # (kind, label, all, reachable)
     loops: int = 0
+    loop_kinds: list[tuple[str, str, int, int]] = field(default_factory=list)  # (kind, label, all, reachable)
     severities: dict[str, int] = field(default_factory=dict)
-    export: Any = None  # InputReport.export, when the checker gives one
+    export: Optional[dict] = None  # InputReport.export (check --target export), as rows
     tree: Optional[TreeNode] = None
     calls: Optional[CallNode] = None
     files: list[FileView] = field(default_factory=list)
@@ -183,6 +185,7 @@ def _finding_view(f: Finding, fid: str, input_path: str, file_ids: dict[str, str
         view.column = f.span.column
     if f.origin is not None:
         view.origin = f"{f.origin.path}:{f.origin.line}"
+    view.related = [f"{r.path}:{r.line}" for r in getattr(f, "related", None) or []]
     return view
 
 
@@ -435,14 +438,18 @@ def _tree(archive: Archive, file_ids: dict[str, str]) -> tuple[Optional[TreeNode
     return tree, calls
 
 
-def _policy_report(path: str, archive: Archive, policy: Policy):
-    """The InputReport ``check`` gives for this archive (same filter, same counts)."""
-    from ..check import _filter
-    from ..models import InputReport
-
-    live = sum(1 for b in archive.branches if b.reachable)
-    return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
-                       findings=_filter(archive.findings, policy))
+def _export_rows(verdict: Any) -> Optional[dict]:
+    """The export verdict of ``check --target export`` (``InputReport.export``) for the summary."""
+    if verdict is None:
+        return None
+    return {
+        "verdict": verdict.verdict,
+        "label": verdict.verdict.replace("_", " "),
+        "reason": verdict.reason,
+        "blocked": [f"{b.path}:{b.line}" for b in verdict.blocked],
+        "specializations": verdict.specializations,
+        "unknown": verdict.unknown,
+    }
 
 
 def _findings_only(view: InputView, report) -> InputView:
@@ -458,7 +465,7 @@ def _findings_only(view: InputView, report) -> InputView:
     view.summary = [("format", labels.get(report.kind, report.kind)), ("code", "none to show")]
     view.findings = [_finding_view(f, f"{view.id}F{n}", view.path, {}) for n, f in enumerate(report.findings)]
     view.severities = {s: sum(1 for f in view.findings if f.severity == s) for s in SEVERITIES}
-    view.export = getattr(report, "export", None)
+    view.export = _export_rows(getattr(report, "export", None))
     return view
 
 
@@ -468,7 +475,7 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
     are shown in full, other model files by what ``check`` finds in them."""
     from ..api import InputError, decode_text, parse_text
     from ..archive import is_archive_path, read_archive
-    from ..check import _kind, check_input
+    from ..check import _kind, archive_report, check_input
 
     view = InputView(id=input_id, path=path, kind="archive", readable=True)
     if problem is not None:
@@ -478,11 +485,12 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
         return _findings_only(view, check_input(path, policy))
     archive = None
     if (kind is not None and kind.kind == "torchscript") or is_archive_path(path):
+        extras: dict = {}
         try:
-            archive = read_archive(path, policy)
+            archive = read_archive(path, policy, extras=extras)
         except InputError:
             return _findings_only(view, check_input(path, policy))
-        report = _policy_report(path, archive, policy)
+        report = archive_report(path, archive, extras, policy)
         files = archive.files
         texts, line_text, view.sizes = _read_sources(path, policy, archive)
         origins = archive.source_map
@@ -507,7 +515,7 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
         cf = parse_text(text, path)
         files, texts, origins, line_text = [cf], {path: text}, {}, None
         view.summary = [("input", "code text"), ("grammar", cf.grammar)]
-    view.export = getattr(report, "export", None)
+    view.export = _export_rows(getattr(report, "export", None))
     file_ids = {cf.path: f"{input_id}f{n}" for n, cf in enumerate(files)}
     fn_live, line_live = _reachability(files, archive)
     view.findings = []
@@ -527,6 +535,17 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
                 counts[m.kind][1] += int(m.reachable)
     view.if_kinds = [(k, KINDS[k][0], a, r) for k, (a, r) in counts.items() if a]
     view.loops = sum(fv.loops for fv in view.files)
+    loop_counts: dict[str, list[int]] = {}
+    for fv in view.files:
+        for line in fv.lines:
+            m = line.mark
+            if m is not None and m.what != "if":
+                c = loop_counts.setdefault(m.kind, [0, 0])
+                c[0] += 1
+                c[1] += int(m.reachable)
+    view.loop_kinds = [(k, KINDS[k][0] if k in KINDS else "unclassified", a, r)
+                       for k, (a, r) in sorted(loop_counts.items(), key=lambda kv: list(KINDS).index(kv[0])
+                                               if kv[0] in KINDS else len(KINDS))]
     if archive is not None:
         view.tree, view.calls = _tree(archive, file_ids)
     return view
