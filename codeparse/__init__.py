@@ -2,34 +2,34 @@
 
 The offline path (``parse_text``, ``parse_file``) needs only ``regex`` and
 ``pydantic``; ``from_module`` imports torch when it is called.
+
+``import codeparse`` loads no pydantic: the models and the functions whose modules
+need them are exported lazily (PEP 562), each imported on first use from the table
+``_LAZY`` below.  Add a public name there (name -> (module, attribute)) and to
+``__all__``.
 """
+
+import sys as _sys
+import types as _types
 
 from .api import InputError, detect_grammar, from_module, iter_inputs, parse_bytes, parse_file, parse_text
 from .grammar import GrammarError, available_grammars, load_grammar
-from .check import check  # issue 3: `codeparse.check` is this function, not the module
-from .models import (
-    Call,
-    ClassAttribute,
-    ClassDef,
-    CodeFile,
-    Condition,
-    ConditionSource,
-    Diagnostic,
-    Function,
-    IfStatement,
-    Loop,
-    Param,
-    SelfRef,
-    Signature,
-    Span,
-)
-from .models import Archive, Finding, Policy, Report
-from .models import DiffReport, IfDiff, LostCall, OperatorInfo, OperatorUse, UnrolledLoop, BakedConstant
 
-# `codeparse.diff(script, trace)` and `codeparse.capture(module, inputs)` are imported on
-# first use (PEP 562), so start-up of `codeparse parse` stays small.  Their modules are
-# named differently (`tracediff`, `capturing`) so that the names stay functions.
-_LAZY = {"diff": (".tracediff", "diff"), "capture": (".capturing", "capture")}
+_MODELS = (
+    "Call", "ClassAttribute", "ClassDef", "CodeFile", "Condition", "ConditionSource", "Diagnostic",
+    "Function", "IfStatement", "Loop", "Param", "SelfRef", "Signature", "Span",
+    "Archive", "Finding", "Policy", "Report",  # issue 3
+    "DiffReport", "IfDiff", "LostCall", "OperatorInfo", "OperatorUse", "UnrolledLoop", "BakedConstant",  # issue 4
+)
+# Public name -> (module, attribute), imported on first use.  `codeparse.diff(script, trace)`
+# and `codeparse.capture(module, inputs)` live in modules named differently (`tracediff`,
+# `capturing`) so that the names stay functions.
+_LAZY: dict[str, tuple[str, str]] = {
+    **{name: (".models", name) for name in _MODELS},
+    "check": (".check", "check"),  # issue 3: `codeparse.check` is this function, not the module
+    "diff": (".tracediff", "diff"),
+    "capture": (".capturing", "capture"),
+}
 
 
 def __getattr__(name: str):
@@ -37,9 +37,29 @@ def __getattr__(name: str):
         import importlib
 
         module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(module, __name__), attribute)
+        value = getattr(importlib.import_module(module, __name__), attribute)
+        if name != "check":
+            globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+class _Package(_types.ModuleType):
+    """The package module.  Importing the submodule ``codeparse.check`` sets the attribute
+    ``check`` on its package; here that assignment is dropped, so ``codeparse.check``
+    stays the function."""
+
+    @property
+    def check(self):
+        return __getattr__("check")
+
+    @check.setter
+    def check(self, value) -> None:
+        if not isinstance(value, _types.ModuleType):
+            raise AttributeError("codeparse.check is a function; patch codeparse.check.check instead")
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 
@@ -52,6 +72,11 @@ def open_archive(path, policy=None) -> "Archive":
     from .archive import open_archive as _open
 
     return _open(path, policy)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "parse_text", "parse_file", "parse_bytes", "iter_inputs", "from_module", "detect_grammar",

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .codes import diagnostic
 from .extract import Extractor
 from .grammar import DEFAULT_GRAMMAR, available_grammars, load_grammar, load_semantics
 from .inference import Semantics
-from .models import CodeFile
 from .parser import parse_statements
 from .source import SourceText
+
+if TYPE_CHECKING:  # the models import pydantic; the plain-data path never does
+    from .models import CodeFile
 
 __all__ = [
     "InputError",
@@ -89,10 +91,23 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
     return None
 
 
+def _code_file(data: dict, as_dict: bool) -> Any:
+    """The parse result: the plain data itself, or the :class:`CodeFile` built from it."""
+    if as_dict:
+        return data
+    from .models import CodeFile
+
+    return CodeFile.model_validate(data)
+
+
 def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
                owner: Optional[str] = None, _extra: Iterable[dict] = (), *, types=None,
-               functions=None) -> CodeFile:
+               functions=None, as_dict: bool = False) -> "CodeFile":
     """Parse TorchScript code text into a :class:`CodeFile`.
+
+    With ``as_dict=True`` the result is a plain dict equal to
+    ``CodeFile.model_dump(mode="json")``, built without pydantic (the fast path: the
+    ``parse`` command writes its JSON from it).
 
     ``path`` names the input in diagnostics (``-`` by default) and, for archive
     files under a ``__torch__`` folder, gives the qualified names.  ``grammar``
@@ -125,13 +140,13 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
         diagnostics.append(diagnostic("CP106", shown, source.span(at, at + 1),
                                       limit=extractor.reader.max_depth))
     diagnostics.sort(key=lambda d: (d["span"] or {}).get("start", -1))
-    return CodeFile.model_validate({
+    return _code_file({
         "path": shown,
         "grammar": g.id,
         "classes": classes,
         "functions": functions,
         "diagnostics": diagnostics,
-    })
+    }, as_dict)
 
 
 def _without_bom(text: str) -> str:
@@ -145,7 +160,7 @@ def decode_text(data: bytes) -> str:
 
 
 def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None,
-                functions=None) -> CodeFile:
+                functions=None, as_dict: bool = False) -> "CodeFile":
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
     nul = data.find(0)
     if nul != -1:
@@ -158,11 +173,11 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=
         at = len(data[: exc.start].decode("utf-8", errors="replace"))
         source = SourceText(text, path)
         extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
-    return parse_text(_without_bom(text), path, grammar, _extra=extra, types=types, functions=functions)
+    return parse_text(_without_bom(text), path, grammar, _extra=extra, types=types, functions=functions, as_dict=as_dict)
 
 
-def parse_file(path: str | Path, grammar: Optional[str] = None) -> CodeFile:
-    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it."""
+def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool = False) -> "CodeFile":
+    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it (``as_dict``: see :func:`parse_text`)."""
     shown = str(path)
     if shown == "-":
         data = sys.stdin.buffer.read()
@@ -176,7 +191,7 @@ def parse_file(path: str | Path, grammar: Optional[str] = None) -> CodeFile:
             raise InputError(shown, "no such file") from None
         except OSError as exc:
             raise InputError(shown, exc.strerror or str(exc)) from None
-    return parse_bytes(data, shown, grammar)
+    return parse_bytes(data, shown, grammar, as_dict=as_dict)
 
 
 def iter_inputs(paths: Iterable[str]) -> list[str]:
@@ -199,7 +214,7 @@ def iter_inputs(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def from_module(module: Any, *, trace_inputs: Any = None) -> list[CodeFile]:
+def from_module(module: Any, *, trace_inputs: Any = None) -> list["CodeFile"]:
     """Parse the code of a live ``nn.Module`` (needs torch): scripted if it is not already.
 
     Returns one :class:`CodeFile` per distinct module type in the module tree (the
@@ -215,7 +230,7 @@ def from_module(module: Any, *, trace_inputs: Any = None) -> list[CodeFile]:
         scripted = torch.jit.trace(module, trace_inputs)
     else:
         scripted = torch.jit.script(module)
-    files: list[CodeFile] = []
+    files: list["CodeFile"] = []
     seen: set[str] = set()
     for _, sub in scripted.named_modules():
         if not hasattr(sub, "_c"):

@@ -47,7 +47,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from .api import decode_text
 from .codes import diagnostic
-from .models import Archive, CodeFile, Policy
+
+if TYPE_CHECKING:  # the models import pydantic: `is_archive_path` (every `parse` input) does without
+    from .models import Archive, CodeFile, Policy
 
 if TYPE_CHECKING:  # zipfile, zlib and pickletools are imported where used: `parse` starts faster
     import zipfile
@@ -445,6 +447,7 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
     ``traced_inputs.pkl``: torch.jit.trace of torch >= 2.1)."""
     from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
     from .grammar import load_semantics
+    from .models import Policy
     from .resolve import parse_program, resolve
 
     shown = os.fspath(path)
@@ -534,6 +537,7 @@ def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -
     Entries that cannot be read become a CodeFile with only their diagnostic.
     """
     from .api import InputError, parse_bytes
+    from .models import CodeFile, Policy
 
     shown = os.fspath(path)
     reader, _ = _open_zip(shown, Policy())

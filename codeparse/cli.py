@@ -26,6 +26,7 @@ import codeparse
 from . import render
 from .api import decode_text
 from .grammar import GrammarError, available_grammars, load_grammar
+from .plain import view
 
 __all__ = ["main", "create_parser", "EXIT_OK", "EXIT_DIAGNOSTICS", "EXIT_ERROR"]
 
@@ -94,9 +95,9 @@ def _read_stdin() -> bytes:
 
 
 def _parse_stdin(grammar_id: Optional[str]) -> tuple[Any, str]:
-    """Parse standard input as path ``-``; returns the CodeFile and the text read."""
+    """Parse standard input as path ``-``; returns the CodeFile's plain data and the text read."""
     data = _read_stdin()
-    return codeparse.parse_bytes(data, "-", grammar_id), decode_text(data)
+    return codeparse.parse_bytes(data, "-", grammar_id, as_dict=True), decode_text(data)
 
 
 def _is_archive(path: str) -> bool:
@@ -137,19 +138,24 @@ def run_parse(
     array = render.JsonArrayWriter(out) if fmt == "json" else None
 
     def emit(code_file: Any, text: Optional[str], source_path: str) -> None:
+        # `code_file` is a CodeFile's plain data (code text: no pydantic on this path)
+        # or a CodeFile (archive entries); JSON is the same bytes for both.
         nonlocal status
+        if isinstance(code_file, dict):
+            code_file = view(code_file) if fmt == "table" else code_file
         if fmt == "jsonl":
             out.write(render.render_jsonl_line(code_file) + "\n")
         elif array is not None:
             array.write(code_file)
         else:
             render.render_code_table(code_file, out, color=color)
-        if code_file.diagnostics:
+        diagnostics = view(code_file["diagnostics"]) if isinstance(code_file, dict) else code_file.diagnostics
+        if diagnostics:
             status = max(status, EXIT_DIAGNOSTICS)
             if text is None and source_path != "-":
                 text = _source_text(source_path)
             out.flush()
-            err.write(render.render_diagnostics(code_file.diagnostics, text))
+            err.write(render.render_diagnostics(diagnostics, text))
             err.flush()
 
     try:
@@ -178,7 +184,7 @@ def run_parse(
                             emit(code_file, text, path)
                         continue
                     else:
-                        code_file, text = codeparse.parse_file(path, grammar=grammar_id), None
+                        code_file, text = codeparse.parse_file(path, grammar=grammar_id, as_dict=True), None
                     emit(code_file, text, path)
                 except codeparse.InputError as exc:
                     _input_error(err, exc, path)
@@ -250,11 +256,27 @@ def _model_names() -> list[str]:
     ]
 
 
+class _ModelChoice(click.Choice):
+    """The model names, listed when the option is used (the models import pydantic,
+    which the other commands' start-up does without)."""
+
+    def __init__(self) -> None:
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(_model_names())
+
+    @choices.setter
+    def choices(self, _value) -> None:
+        pass
+
+
 @cli.command("schema")
 @click.option(
     "--model",
     "model_name",
-    type=click.Choice(_model_names()),
+    type=_ModelChoice(),
     default="CodeFile",
     show_default=True,
     help="Which model's JSON Schema to print.",

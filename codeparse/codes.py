@@ -11,9 +11,10 @@ outside this table is ever produced.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from .models import Diagnostic
+if TYPE_CHECKING:  # the models import pydantic; plain diagnostics never need it
+    from .models import Diagnostic
 
 __all__ = ["Code", "CODES", "diagnostic"]
 
@@ -115,5 +116,7 @@ def diagnostic(code: str, path: str, span: Optional[dict] = None, **args: object
     }
 
 
-def diagnostic_model(code: str, path: str, span: Optional[dict] = None, **args: object) -> Diagnostic:
+def diagnostic_model(code: str, path: str, span: Optional[dict] = None, **args: object) -> "Diagnostic":
+    from .models import Diagnostic
+
     return Diagnostic.model_validate(diagnostic(code, path, span, **args))

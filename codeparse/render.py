@@ -62,9 +62,18 @@ KIND_STYLE = {
 # --------------------------------------------------------------------------- JSON
 
 
-def render_jsonl_line(code_file: "CodeFile") -> str:
-    """One ``CodeFile`` as one line of JSON (no trailing newline)."""
-    return code_file.model_dump_json()
+def _json(code_file: Any, indent: Optional[int] = None) -> str:
+    """A ``CodeFile`` as JSON: its model's, or, for the plain dict of ``parse_text(...,
+    as_dict=True)``, the same bytes written by ``json`` (pydantic's separators, UTF-8 kept)."""
+    if isinstance(code_file, dict):
+        return json.dumps(code_file, ensure_ascii=False, indent=indent,
+                          separators=(",", ": ") if indent is not None else (",", ":"))
+    return code_file.model_dump_json(indent=indent)
+
+
+def render_jsonl_line(code_file: "CodeFile | dict") -> str:
+    """One ``CodeFile`` (model or plain dict) as one line of JSON (no trailing newline)."""
+    return _json(code_file)
 
 
 class JsonArrayWriter:
@@ -79,8 +88,8 @@ class JsonArrayWriter:
         self.count = 0
         self.closed = False
 
-    def write(self, code_file: "CodeFile") -> None:
-        body = code_file.model_dump_json(indent=2)
+    def write(self, code_file: "CodeFile | dict") -> None:
+        body = _json(code_file, indent=2)
         nested = "\n".join("  " + line for line in body.split("\n"))
         self.stream.write(("[\n" if self.count == 0 else ",\n") + nested)
         self.count += 1

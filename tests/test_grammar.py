@@ -95,10 +95,12 @@ def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
             times = []
             for n in (1, 2):
                 text = line * n
-                start = time.perf_counter()
+                best = float("inf")  # the best of 3: a loaded machine adds pauses, never removes them
                 for _ in range(3):
+                    start = time.perf_counter()
                     rule.pattern.match(text)
-                times.append(time.perf_counter() - start)
+                    best = min(best, time.perf_counter() - start)
+                times.append(best)
             # Generous bound: a quadratic rule would take ~4x; timer noise dominates tiny values.
             assert times[1] < 3.5 * times[0] + 0.01, (rule.name, line[:20], times)
 

@@ -1,0 +1,49 @@
+"""Plain data read like the models: attribute access over the dicts of the parse path.
+
+``parse_text(..., as_dict=True)`` returns a dict equal to ``CodeFile.model_dump(mode="json")``,
+built without pydantic.  Renderers written against the models (``cf.functions[0].ifs[0]
+.condition.kind``) read that dict through :func:`view`, so the ``parse`` command writes
+tables and JSON without importing pydantic.  A view is read-only and builds nothing up
+front: each attribute read wraps one value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Data", "view"]
+
+
+class Data:
+    """Read-only attribute access to one dict of plain data (``d.span.line``)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict):
+        object.__setattr__(self, "_data", data)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            value = self._data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        return view(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __repr__(self) -> str:
+        return f"Data({self._data!r})"
+
+    def model_dump(self, mode: str = "python") -> dict:
+        """The plain data itself (what ``model_dump`` of the matching model returns)."""
+        return self._data
+
+
+def view(value: Any) -> Any:
+    """``value`` with its dicts readable by attribute; lists become lists of views."""
+    if isinstance(value, dict):
+        return Data(value)
+    if isinstance(value, list):
+        return [view(v) for v in value]
+    return value
