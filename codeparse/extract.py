@@ -288,7 +288,10 @@ class Extractor:
             return i >= 0 and target_starts[i][0] <= pos < target_starts[i][1]
 
         def call_end(open_pos: int) -> int:
-            b = balanced(text, open_pos, end)
+            # Bounded to the line: a call in a body never spans lines (only a
+            # signature does), and an unclosed one must not scan the rest of the body.
+            stop = text.find("\n", open_pos, end)
+            b = balanced(text, open_pos, end if stop < 0 else stop)
             return b.end() if b else open_pos + 1
 
         for m in self._references(text, start, end):
