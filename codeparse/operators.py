@@ -29,10 +29,12 @@ import gzip
 import importlib.util
 import json
 import sys
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .codes import diagnostic_model
-from .models import CodeFile, Diagnostic, OperatorInfo, OperatorUse
+
+if TYPE_CHECKING:  # the models import pydantic; inference reads the table without them
+    from .models import CodeFile, Diagnostic, OperatorInfo, OperatorUse
 
 __all__ = [
     "BINDINGS",
@@ -117,6 +119,8 @@ def table_entry(name: str, schemas: list[str], codes: str, source: str, version:
     ns, _, base = name.partition("::")
     bindings = [f"{BINDINGS[c]}.{base}" for c in codes if c in BINDINGS]
     bindings.append(f"torch.ops.{ns}.{base}")
+    from .models import OperatorInfo
+
     return OperatorInfo(
         name=name, schemas=schemas, bindings=bindings, scriptable=bool(schemas), source=source,  # type: ignore[arg-type]
         torch_version=version,
@@ -223,6 +227,8 @@ def lookup(name: str, source: str = "auto") -> tuple[Optional[str], Optional[Ope
 
 def inventory(code_files: Iterable[CodeFile], source: str = "auto") -> tuple[list[OperatorUse], list[Diagnostic]]:
     """Every operator the code calls, most called first, and a CP220 finding per unknown one."""
+    from .models import OperatorUse
+
     uses: dict[str, dict] = {}
     first_call: dict[str, tuple[str, Any]] = {}
     for cf in code_files:
