@@ -178,3 +178,23 @@ def test_every_issue9_code_is_produced(reports, tmp_path):
     produced |= {f.code for f in check([str(code)], EXPORT).inputs[0].findings}  # CP406
     mine = {c for c in CODES if "CP401" <= c <= "CP419"}
     assert mine <= produced
+
+
+@pytest.mark.torch
+def test_torch_export_still_does_what_was_recorded(monkeypatch):
+    """Re-run torch.export.export and draft_export on every fixture model: a torch that
+    changes behaviour shows here (then re-record with fixtures/record_export.py)."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    monkeypatch.chdir(ROOT)
+    saved = sys.modules.get("__main__")
+    try:
+        import record_export
+
+        fresh = json.loads(record_export.dump(record_export.run_all()))
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    for case in CASES:
+        assert fresh["cases"][case] == EXPECTED["cases"][case], case
