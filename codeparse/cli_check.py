@@ -83,7 +83,7 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
                 where += f":{f.span.line}:{f.span.column}"
             source = f"← {f.origin.path}:{f.origin.line}" if f.origin else ""
             if f.related:
-                source += (" " if source else "") + "; ".join(f"{r.path}:{r.line}" for r in f.related[:3])
+                source += ("; " if source else "") + "decided at " + ", ".join(f"{r.path}:{r.line}" for r in f.related[:3])
             table.add_row(Text(for_text(where)), f.code, Text(f.severity, style=style[f.severity]),
                           Text(for_text(f.message)), Text(for_text(source)))
         console.print(table)

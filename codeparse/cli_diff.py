@@ -226,9 +226,12 @@ def register(group: click.Group) -> None:
                   help="Write script.code, trace.code, script.pt and trace.pt there.")
     @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
     @click.option("--check-trace/--no-check-trace", default=True, show_default=True)
+    @click.option("--export", "export", is_flag=True, default=False,
+                  help="Instead: run torch.export.export and draft_export with the factory's dynamic_shapes "
+                       "and check codeparse's CP401/CP402/CP405 predictions against them (exit 1 on disagreement).")
     @click.option("--color/--no-color", default=None)
     def capture_command(target: str, save_dir: Optional[str], fmt: str, check_trace: bool,
-                        color: Optional[bool]) -> int:
+                        export: bool, color: Optional[bool]) -> int:
         """Script and trace a live module (needs torch) and compare them.
 
         FACTORY() in FILE.py (whose folder goes first on sys.path) returns (module, inputs)
@@ -244,6 +247,8 @@ def register(group: click.Group) -> None:
             return _fail("codeparse capture: torch is not installed (pip install torch)")
         from .capturing import capture, load_factory
 
+        if export:
+            return _capture_export(target, fmt)
         try:
             spec = load_factory(target)
             report = capture(spec, save_dir=save_dir, check_trace=check_trace)
@@ -256,6 +261,23 @@ def register(group: click.Group) -> None:
         else:
             render_capture_table(report, sys.stdout, color)
         return EXIT_FINDINGS if report.diagnostics else EXIT_OK
+
+    def _capture_export(target: str, fmt: str) -> int:
+        from .api import InputError
+        from .capturing import load_factory
+        from .exportcheck import check_export, render_export_check
+
+        try:
+            report = check_export(load_factory(target))
+        except InputError as exc:
+            return _fail(f"{exc.path}: {exc.code} {exc.message}")
+        except Exception as exc:  # noqa: BLE001
+            return _fail(f"codeparse capture: {type(exc).__name__}: {exc}".splitlines()[0])
+        if fmt == "json":
+            sys.stdout.write(_dump(report) + "\n")
+        else:
+            render_export_check(report, sys.stdout)
+        return EXIT_OK if report.agrees else EXIT_FINDINGS
 
     @group.command("ops")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
