@@ -86,6 +86,9 @@ CODES: dict[str, Code] = {
         Code("CP221", "script_failed", "torch.jit.script failed: {message}", "error"),
         Code("CP222", "tracer_warning", "TracerWarning at {file}:{line}: {message}", "warning"),
         Code("CP223", "trace_failed", "torch.jit.trace failed: {message}", "error"),
+        # -- diff you can trust (issue 10): CP224-CP229 --
+        Code("CP224", "diff_inputs_mismatch", "only {matched} of {events} trace calls ({percent}%) match the script: "
+             "the script and the trace are not of the same model (or the trace is of a wrapper)", "error"),
         # -- "Will it export?" (issue 9): CP401-CP419, under `check --target export` --
         Code("CP401", "export_data_dependent_branch", "{what} on tensor values: `{condition}` depends on {sources}; torch.export cannot trace it (GuardOnDataDependentSymNode): {advice}", "error"),
         Code("CP402", "export_data_dependent_shape_branch", "{what} on a data-dependent size: `{condition}` reads the size of a tensor made from tensor values ({producers}); torch.export cannot decide it: assert what the code needs with torch._check(...) / torch._check_is_size(...), or move the check out of the exported code", "error"),

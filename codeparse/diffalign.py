@@ -12,20 +12,12 @@ import heapq
 from dataclasses import dataclass
 from typing import Optional
 
-from .diffevents import Event, IfNode, Item
+from .diffevents import TRACE_EQUIVALENTS, Event, IfNode, Item
 
 __all__ = ["TRACE_EXTRA", "TRACE_EQUIVALENTS"]
 
 # A trace event the script path does not explain (inlined compiled functions, mostly).
 TRACE_EXTRA = 100
-# Trace operators that stand for other script operators: the tracer records the op that
-# ran underneath (`torch.conv2d` runs `aten::_convolution`).
-TRACE_EQUIVALENTS: dict[str, frozenset] = {
-    "aten::_convolution": frozenset({
-        "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
-        "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
-    }),
-}
 
 
 @dataclass
@@ -36,7 +28,10 @@ class _Edge:
 
 
 class _Automaton:
-    def __init__(self, items: list[Item]):
+    """``force`` maps an ``if`` (by index) to the only branch the path may take through it."""
+
+    def __init__(self, items: list[Item], force: Optional[dict[int, str]] = None):
+        self.force = force or {}
         self.edges: list[list[_Edge]] = [[]]
         self.start = 0
         self.final = self._build(items, 0)
@@ -57,6 +52,8 @@ class _Automaton:
             elif isinstance(item, IfNode):
                 join = self._new()
                 for branch, block in (("then", item.then), ("else", item.orelse)):
+                    if self.force.get(item.index, branch) != branch:
+                        continue
                     entry = self._new()
                     self._eps(state, entry, ("if", item.index, branch))
                     self._eps(self._build(block, entry), join, ("join", item.index))
@@ -77,8 +74,9 @@ class _Step:
     trace: Optional[int]  # the trace event consumed (matched or unmatched)
 
 
-def _align(auto: _Automaton, trace: list[str]) -> tuple[int, list[_Step]]:
-    """The cheapest path and alignment; returns its cost and its steps in order."""
+def _align(auto: _Automaton, trace: list[str], steps_wanted: bool = True) -> tuple[int, list[_Step]]:
+    """The cheapest path and alignment; returns its cost and its steps in order (with
+    ``steps_wanted=False`` only the cost)."""
     inf = float("inf")
     n_states = len(auto.edges)
     columns_back: list[list[Optional[tuple]]] = []
@@ -90,7 +88,6 @@ def _align(auto: _Automaton, trace: list[str]) -> tuple[int, list[_Step]]:
             cost[auto.start] = 0
         else:
             label = trace[i - 1]
-            same = TRACE_EQUIVALENTS.get(label, frozenset()) | {label}
             for s in range(n_states):
                 c = prev[s]
                 if c == inf:
@@ -98,7 +95,7 @@ def _align(auto: _Automaton, trace: list[str]) -> tuple[int, list[_Step]]:
                 if c + TRACE_EXTRA < cost[s]:
                     cost[s], back[s] = c + TRACE_EXTRA, ("extra", s, None)
                 for e in auto.edges[s]:
-                    if e.event is not None and not e.event.weak and e.event.label in same and c < cost[e.target]:
+                    if e.event is not None and not e.event.weak and label in e.event.keys and c < cost[e.target]:
                         cost[e.target], back[e.target] = c, ("match", s, e)
         heap = [(c, s) for s, c in enumerate(cost) if c != inf]
         heapq.heapify(heap)
@@ -115,6 +112,8 @@ def _align(auto: _Automaton, trace: list[str]) -> tuple[int, list[_Step]]:
         prev = cost
     total = prev[auto.final]
     steps: list[_Step] = []
+    if not steps_wanted or total == inf:
+        return (int(total) if total != inf else -1), steps
     i, s = len(trace), auto.final
     while not (i == 0 and s == auto.start):
         how, src, edge = columns_back[i][s]

@@ -16,10 +16,9 @@ from typing import Callable, Iterable, Optional, Union
 from .expressions import CallExpr, Const, ExpressionReader, Name, Seq
 from .grammar import load_grammar
 from .models import Call, Function, IfStatement, Loop
-from .parser import Stmt, parse_statements
+from .parser import Stmt
 from .render import short_call
-from .source import SourceText
-from .diffsides import Unit
+from .diffsides import Unit, overload_base
 
 __all__ = ["Event", "IfNode", "LoopNode", "FunctionTree", "SCRIPT_MISSING", "SCALAR_OPERATORS"]
 
@@ -53,6 +52,29 @@ TENSOR_FACTORIES = frozenset({
     "aten::arange", "aten::linspace", "aten::eye", "aten::tensor", "aten::scalar_tensor", "aten::as_tensor",
 })
 RAISE = "prim::RaiseException"  # how the printer raises; a finished trace never ran it
+# What an `@torch.jit.unused` method compiles to: a raise that no trace ever takes as evidence
+UNUSED_STUB = "annotated to be ignored"
+# Operators (and method names) that change their operands: never dead, whatever their result
+MUTATORS = frozenset({"aten::append", "aten::_set_item", "aten::insert", "aten::extend", "aten::pop",
+                      "aten::copy_", "aten::clear", "aten::remove", "aten::warn"})
+# Trace operators that stand for other script operators: the tracer records the op that
+# ran underneath (`torch.conv2d` runs `aten::_convolution`); keys of the same operator that
+# differ by overload are told apart by their arguments (see `match_key`).
+TRACE_EQUIVALENTS: dict[str, frozenset] = {
+    "aten::_convolution": frozenset({
+        "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
+        "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
+    }),
+}
+# Script operators that a trace records as a device move (`torch.to(x, dtype=6, layout=0,
+# device=torch.device("cpu"))` on torch 2.13) or as a dtype conversion (`torch.to(x, 7, ...)`).
+DEVICE_MOVES = frozenset({"aten::cpu", "aten::cuda"})
+DTYPE_CONVERSIONS = frozenset({"aten::float", "aten::double", "aten::half", "aten::bfloat16", "aten::long",
+                               "aten::int", "aten::short", "aten::bool", "aten::byte", "aten::char"})
+TO_DEVICE, TO_DTYPE = "aten::to[device]", "aten::to[dtype]"
+# Compiled library functions (`__torch__.torch.nn.functional.dropout`) run an operator of their
+# own name: in a trace, `aten::dropout`.
+LIBRARY_FUNCTIONS = "__torch__.torch.nn.functional."
 _MAX_INLINE_PATH = 64
 _MAX_INLINE = 6  # nesting of compiled functions and self methods inlined into the script's events  # receiver path segments followed when resolving a submodule's class
 
@@ -65,15 +87,27 @@ class Event:
     call: Call
     label: str
     weak: bool
+    keys: frozenset = frozenset()  # the trace labels it matches (its label, refined, and equivalents)
+    dead: bool = False  # its value is used on no path: the tracer drops it
+    maybe_dead: bool = False  # its value is used on some paths only
+    opaque: bool = False  # a call whose body a trace inlines and whose code we lack
 
     @property
     def cost(self) -> int:
-        return SCRIPT_MISSING["weak" if self.weak else self.call.kind]
+        if self.dead:
+            return 0
+        if self.weak or self.maybe_dead:
+            return SCRIPT_MISSING["weak"]
+        return SCRIPT_MISSING[self.call.kind]
 
     @property
     def telling(self) -> bool:
         """Whether a trace without this event says the script did not run it."""
-        return not self.weak and self.call.kind in ("submodule", "operator")
+        if self.weak or self.dead or self.maybe_dead:
+            return False
+        if self.call.kind == "function":
+            return self.label.startswith(LIBRARY_FUNCTIONS)  # a library function's own operator
+        return self.call.kind == "operator" or (self.call.kind == "submodule" and not self.opaque)
 
 
 @dataclass
@@ -96,14 +130,65 @@ Item = Union[Event, IfNode, LoopNode]
 
 # A traced submodule called again gets its method recorded again as `forward1`, `forward2`...
 _RETRACED_METHOD = ".forward"
-
-
-def _label(call: Call, trace: bool = False) -> str:
+def _label(call: Call, trace: bool = False, prefix: str = "self") -> str:
     label = short_call(call)
-    if trace and call.kind == "submodule":
-        base = label.rstrip("0123456789")
-        if base != label and base.endswith(_RETRACED_METHOD):
-            return base
+    if call.kind == "submodule":
+        if trace:
+            base = label.rstrip("0123456789")
+            if base != label and base.endswith(_RETRACED_METHOD):
+                label = base
+        elif call.method:
+            base = overload_base(call.method)
+            if base != call.method:
+                label = label[: len(label) - len(call.method)] + base
+    if prefix != "self" and call.receiver and (call.receiver == "self" or call.receiver.startswith("self.")):
+        label = prefix + label[len("self"):]
+    return label
+
+
+def _is_mutator(label: str) -> bool:
+    return label in MUTATORS or (label.endswith("_") and not label.endswith("__"))
+
+
+def refine_to(node: Optional[CallExpr], text: str) -> Optional[str]:
+    """``aten::to`` told apart by its arguments: a device move or a dtype conversion (None: unsure)."""
+    if node is None:
+        return None
+    if any(k == "device" for k, _ in node.keywords):
+        return TO_DEVICE
+    if any(k == "dtype" for k, _ in node.keywords):
+        return TO_DTYPE
+    for arg in node.args[1:2]:
+        if isinstance(arg, Const):
+            return TO_DEVICE if text[arg.start:arg.end].startswith(('"', "'")) else TO_DTYPE
+        if isinstance(arg, CallExpr) and text[arg.func.start:arg.func.end].endswith("device"):
+            return TO_DEVICE
+    return None
+
+
+def script_keys(label: str, call: Call, node: Optional[CallExpr], text: str) -> frozenset:
+    """The trace labels a script event matches (see :data:`TRACE_EQUIVALENTS`)."""
+    keys = {label}
+    if label == "aten::to":
+        refined = refine_to(node, text)
+        keys |= {refined} if refined else {TO_DEVICE, TO_DTYPE}
+    elif label in DEVICE_MOVES:
+        keys.add(TO_DEVICE)
+    elif label in DTYPE_CONVERSIONS:
+        keys.add(TO_DTYPE)
+    elif call.kind == "function" and label.startswith(LIBRARY_FUNCTIONS):
+        base = label[len(LIBRARY_FUNCTIONS):]
+        keys |= {f"aten::{base}", f"aten::{base}_"}
+    for trace_op, script_ops in TRACE_EQUIVALENTS.items():
+        if label in script_ops:
+            keys.add(trace_op)
+    return frozenset(keys)
+
+
+def trace_label(label: str, node: Optional[CallExpr], text: str) -> str:
+    """A trace event's label, with ``aten::to`` refined by its arguments."""
+    if label == "aten::to":
+        return refine_to(node, text) or label
     return label
 
 
@@ -154,6 +239,66 @@ def _condition_only(stmts: list[Stmt], text: str, names) -> set[str]:
                     changed = True
                     break
     return only
+
+
+def _liveness(stmts: list[Stmt], text: str, names) -> tuple[set[int], set[int]]:
+    """Statements (by start offset) whose assigned values are used on no path after them
+    (*dead*: the tracer drops their operators) and those used on some paths only (*maybe*).
+
+    A backward pass computes, after each statement, the names used on some path (may-live)
+    and on every path (must-live) before being assigned again; loops run zero or more times.
+    """
+    dead: set[int] = set()
+    maybe: set[int] = set()
+
+    def uses(a: int, b: int) -> set[str]:
+        return set(names.findall(text, a, b))
+
+    def block(body: list[Stmt], may: set[str], must: set[str], record: bool) -> tuple[set[str], set[str]]:
+        may, must = set(may), set(must)
+        for st in reversed(body):
+            k = st.kind
+            if k == "assign":
+                targets = set(names.findall(st.group("targets") or ""))
+                value = uses(*st.span_of("value"))
+                if targets & may:
+                    if record and not targets & must:
+                        maybe.add(st.start)
+                    may = (may - targets) | value
+                    must = ((must - targets) | value) if targets & must else (must - targets)
+                elif record:
+                    dead.add(st.start)
+            elif k in ("if", "elif"):
+                test = uses(*st.span_of("test"))
+                t_may, t_must = block(st.body, may, must, record)
+                e_may, e_must = block(st.orelse or [], may, must, record)
+                may, must = t_may | e_may | test, (t_must & e_must) | test
+            elif k in ("for", "while"):
+                header = uses(st.start, st.body[0].start if st.body else st.end)
+                loop_may = may | header
+                for _ in range(8):  # a fixpoint: each round adds names, and there are few
+                    body_may, _ = block(st.body, loop_may, set(), False)
+                    grown = loop_may | body_may
+                    if grown == loop_may:
+                        break
+                    loop_may = grown
+                block(st.body, loop_may, must | header, record)
+                may, must = loop_may, must | header
+            elif k == "return":
+                may = must = uses(st.start, st.block_end)
+            elif k == "def":
+                continue
+            elif k == "with":
+                header = uses(st.start, st.body[0].start if st.body else st.end)
+                may, must = block(st.body, may, must, record)
+                may, must = may | header, must | header
+            else:
+                found = uses(st.start, st.block_end)
+                may, must = may | found, must | found
+        return may, must
+
+    block(stmts, set(), set(), True)
+    return dead, maybe
 
 
 def _callee_text(node: CallExpr, text: str) -> str:
@@ -240,17 +385,31 @@ class _Scalars:
         return all(not isinstance(a, Seq) and self.expr(a) for a in node.args)
 
 
+Resolver = Callable[[Call, "FunctionTree"], Optional[tuple]]
+"""``(call, caller tree) -> (function, unit, class or None, receiver prefix)`` of a callee whose
+code the input holds (compiled function, self method, non-``forward`` submodule method), or None."""
+
+
 class FunctionTree:
-    """The event tree of one function: blocks of events, ifs and loops."""
+    """The event tree of one function: blocks of events, ifs and loops.
+
+    ``keep`` names compiled functions that the trace calls by name (scripted code inside a
+    trace): they stay one event each instead of being inlined.  ``prefix`` is the receiver
+    path of the module the function belongs to, seen from the root (``self.proj`` for a
+    submodule method inlined into the root's ``forward``).
+    """
 
     def __init__(self, fn: Function, unit: Unit, module: str, trace: bool = False,
-                 resolver: Optional[Callable[[Call, Function], Optional[tuple[Function, Unit]]]] = None,
-                 root: Optional["FunctionTree"] = None, stack: tuple[str, ...] = ()):
+                 resolver: Optional[Resolver] = None, root: Optional["FunctionTree"] = None,
+                 stack: tuple[str, ...] = (), cls=None, prefix: str = "self",
+                 keep: frozenset = frozenset()):
         self.fn = fn
         self.trace = trace
         self.unit = unit
         self.module = module
-        self.source = SourceText(unit.text, unit.code_file.path)
+        self.cls = cls
+        self.prefix = prefix
+        self.keep = keep
         self.grammar = load_grammar(unit.code_file.grammar)
         self.resolver = resolver
         self.root = root or self  # inlined callees share the root's numbering
@@ -260,18 +419,24 @@ class FunctionTree:
         self.loops: list[LoopNode] = []
         self._counts = [0, 0, 0] if root is None else root._counts  # events, ifs, loops
         self.inlined: list[FunctionTree] = []  # on the root: every callee inlined, in order
+        self.kept_calls: list[tuple] = []  # on the root: (function, unit) of every kept callee
         calls = sorted(fn.calls, key=lambda c: (c.span.start, c.span.end))
         self._calls = calls
         self._starts = [c.span.start for c in calls]
         self._if_by_start = {i.span.start: i for i in fn.ifs}
         self._loop_by_start = {lp.span.start: lp for lp in fn.loops}
-        stmt = self._find_def(parse_statements(self.source, self.grammar).body)
+        self.reader = ExpressionReader(unit.text, self.grammar)
+        stmt = self._find_def(unit.statements(self.grammar))
         self._weak_names: set[str] = set()
+        self._dead: set[int] = set()
+        self._maybe_dead: set[int] = set()
         self._scalars: Optional[_Scalars] = None
         if stmt is not None:
-            self._weak_names = _condition_only(stmt.body, unit.text, self.grammar.fragments["name_use"])
-            self._scalars = _Scalars(stmt.body, fn, unit.text, ExpressionReader(unit.text, self.grammar),
-                                    self.grammar.fragments["name_use"])
+            names = self.grammar.fragments["name_use"]
+            self._weak_names = _condition_only(stmt.body, unit.text, names)
+            if not trace:
+                self._dead, self._maybe_dead = _liveness(stmt.body, unit.text, names)
+            self._scalars = _Scalars(stmt.body, fn, unit.text, self.reader, names)
             self.items = self._block(stmt.body)
         else:  # the def was not found again: a flat list of its calls
             self.items = self._simple(list(fn.calls), False)
@@ -296,32 +461,52 @@ class FunctionTree:
         self._counts[which] += 1
         return self._counts[which] - 1
 
-    def _event(self, call: Call, weak: bool) -> Event:
-        label = _label(call, self.trace)
+    def _node(self, call: Call) -> Optional[CallExpr]:
+        node = self.reader.read(call.span.start, call.span.end)
+        return node if isinstance(node, CallExpr) else None
+
+    def _event(self, call: Call, weak: bool, dead: bool = False, maybe_dead: bool = False) -> Event:
+        label = _label(call, self.trace, self.prefix)
         weak = weak or (call.kind == "operator" and label in SCALAR_OPERATORS)
+        node = self._node(call) if call.kind in ("operator", "function") else None
         if not weak and call.kind == "operator" and self._scalars is not None:
-            node = self._scalars.reader.read(call.span.start, call.span.end)
-            weak = isinstance(node, CallExpr) and self._scalars.weak_call(node, call.target)
-        event = Event(self._next(0), call, label, weak)
+            weak = node is not None and self._scalars.weak_call(node, call.target)
+        if self.trace:
+            event = Event(self._next(0), call, trace_label(label, node, self.unit.text), weak)
+        else:
+            mutates = _is_mutator(label) or call.kind != "operator"
+            event = Event(self._next(0), call, label, weak, script_keys(label, call, node, self.unit.text),
+                          dead=dead and not mutates, maybe_dead=maybe_dead and not mutates,
+                          opaque=call.kind == "submodule" and bool(call.method)
+                          and overload_base(call.method) != "forward")
         self.events.append(event)
         return event
 
     def _inline(self, call: Call) -> Optional[list[Item]]:
-        """The callee's items, for a compiled function or self method whose code we have."""
-        if self.resolver is None or call.kind not in ("function", "self_method") or len(self.stack) > _MAX_INLINE:
+        """The callee's items, for a compiled function, a self method or a non-``forward`` submodule
+        method whose code we have (a trace inlines them all)."""
+        if self.resolver is None or len(self.stack) > _MAX_INLINE:
             return None
-        found = self.resolver(call, self.fn)
+        if call.kind not in ("function", "self_method", "submodule"):
+            return None
+        if call.kind == "submodule" and (not call.method or overload_base(call.method) == "forward"):
+            return None
+        if call.kind == "function" and call.target in self.keep:
+            return None
+        found = self.resolver(call, self)
         if found is None or found[0].qualified_name in self.stack:
             return None
-        callee = FunctionTree(found[0], found[1], self.module, self.trace, self.resolver, self.root, self.stack)
+        fn, unit, cls, prefix = found
+        callee = FunctionTree(fn, unit, self.module, self.trace, self.resolver, self.root, self.stack,
+                              cls=cls, prefix=prefix, keep=self.keep)
         self.root.inlined.append(callee)
         return callee.items
 
-    def _simple(self, calls: list[Call], weak: bool) -> list[Item]:
+    def _simple(self, calls: list[Call], weak: bool, dead: bool = False, maybe_dead: bool = False) -> list[Item]:
         items: list[Item] = []
         for c in sorted(calls, key=lambda c: (c.span.end, -c.span.start)):
             inlined = self._inline(c)
-            items.extend(inlined if inlined is not None else [self._event(c, weak)])
+            items.extend(inlined if inlined is not None else [self._event(c, weak, dead, maybe_dead)])
         return items
 
     def _block(self, stmts: list[Stmt]) -> list[Item]:
@@ -350,7 +535,8 @@ class FunctionTree:
             elif k == "assign":
                 targets = self.grammar.fragments["name_use"].findall(s.group("targets") or "")
                 weak = bool(targets) and all(t in self._weak_names for t in targets)
-                items.extend(self._simple(self._calls_between(s.start, s.block_end), weak))
+                items.extend(self._simple(self._calls_between(s.start, s.block_end), weak,
+                                          s.start in self._dead, s.start in self._maybe_dead))
             elif k == "def":  # a nested def (a closure the printer emits): not run here
                 continue
             else:

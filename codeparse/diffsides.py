@@ -12,9 +12,18 @@ from typing import Iterable, Optional
 
 from .api import InputError, decode_text, iter_inputs, parse_text
 from .archive import is_archive_path
-from .models import ClassDef, CodeFile, Function
+from .models import ClassDef, CodeFile, Function, SourceLocation
 
-__all__ = ["Unit", "Side", "load_side", "side_from_texts"]
+__all__ = ["Unit", "Side", "load_side", "side_from_texts", "overload_base", "pick_overload"]
+
+# A scripted overloaded method is compiled once per overload: `forward__0`, `forward__1`.
+_OVERLOAD = "__"
+
+
+def overload_base(method: str) -> str:
+    """``forward__1`` -> ``forward`` (an overload of a scripted method); other names unchanged."""
+    base, sep, number = method.rpartition(_OVERLOAD)
+    return base if sep and base and number.isdigit() else method
 
 
 @dataclass
@@ -23,6 +32,16 @@ class Unit:
 
     code_file: CodeFile
     text: str
+    _statements: Optional[list] = field(default=None, repr=False)
+
+    def statements(self, grammar) -> list:
+        """The text's statement tree (parsed once, shared by every function of the unit)."""
+        if self._statements is None:
+            from .parser import parse_statements
+            from .source import SourceText
+
+            self._statements = parse_statements(SourceText(self.text, self.code_file.path), grammar).body
+        return self._statements
 
 
 @dataclass
@@ -34,6 +53,8 @@ class Side:
     classes: dict[str, tuple[ClassDef, Unit]] = field(default_factory=dict)
     root: Optional[str] = None  # qualified name of the top module class
     functions: list[tuple[Function, Unit]] = field(default_factory=list)  # top-level defs
+    # code file path -> line -> original source line (archives with debug info)
+    origins: dict[str, dict[int, SourceLocation]] = field(default_factory=dict)
 
     def index(self) -> "Side":
         for unit in self.units:
@@ -44,25 +65,40 @@ class Side:
         self.root = _root_class(self)
         return self
 
-    def top(self, method: str = "forward") -> Optional[tuple[Function, Unit, Optional[ClassDef]]]:
-        """The function to compare: the root class's ``method``, else a top-level def."""
+    def top(self, method: str = "forward", like: Optional[Function] = None
+            ) -> Optional[tuple[Function, Unit, Optional[ClassDef]]]:
+        """The function to compare: the root class's ``method`` (or, for a scripted overloaded
+        method such as ``LSTM.forward__0``/``forward__1``, the overload whose signature is most
+        like ``like``), else a top-level def of that name, else the only function of a bare text.
+        Never an unrelated function."""
         if self.root is not None:
             cls, unit = self.classes[self.root]
-            for m in cls.methods:
-                if m.name == method:
-                    return m, unit, cls
-        for fn, unit in self.functions:
-            if fn.name == method:
-                return fn, unit, None
-        if self.functions:
+            found = self.method_of(cls, method, like)
+            if found is not None:
+                return found, unit, cls
+        named = [(fn, unit) for fn, unit in self.functions if fn.name == method]
+        if not named:
+            named = [(fn, unit) for fn, unit in self.functions if overload_base(fn.name) == method]
+        if named:
+            fn = pick_overload([f for f, _ in named], like)
+            return fn, next(u for f, u in named if f is fn), None
+        if not self.classes and len(self.functions) == 1:  # one bare method text
             fn, unit = self.functions[0]
             return fn, unit, None
         return None
 
-    def method_of(self, cls: ClassDef, name: str) -> Optional[Function]:
+    def method_of(self, cls: ClassDef, name: str, like: Optional[Function] = None) -> Optional[Function]:
         for m in cls.methods:
             if m.name == name:
                 return m
+        overloads = [m for m in cls.methods if overload_base(m.name) == name and m.name != name]
+        return pick_overload(overloads, like) if overloads else None
+
+    def function(self, qualified_name: str) -> Optional[tuple[Function, Unit]]:
+        """A top-level function by its qualified name."""
+        for fn, unit in self.functions:
+            if fn.qualified_name == qualified_name:
+                return fn, unit
         return None
 
     def attribute_class(self, cls: ClassDef, attr: str) -> Optional[ClassDef]:
@@ -70,6 +106,25 @@ class Side:
             if a.name == attr and a.type in self.classes:
                 return self.classes[a.type][0]
         return None
+
+
+def _params(fn: Function) -> list[Optional[str]]:
+    return [p.annotation for p in fn.signature.params if p.name != "self"]
+
+
+def pick_overload(candidates: list[Function], like: Optional[Function]) -> Function:
+    """The candidate whose parameters are most like ``like``'s (same annotations in order, then
+    the nearest count of parameters); the first when nothing tells them apart."""
+    if like is None or len(candidates) == 1:
+        return candidates[0]
+    want = _params(like)
+
+    def score(fn: Function) -> tuple[int, int]:
+        have = _params(fn)
+        same = sum(1 for a, b in zip(have, want) if a == b or (a and b and (a in b or b in a)))
+        return same, -abs(len(have) - len(want))
+
+    return max(candidates, key=score)
 
 
 def _root_class(side: Side) -> Optional[str]:
@@ -89,9 +144,10 @@ def _archive_side(path: str) -> Side:
 
     units = [Unit(cf, text) for cf, text in archive_code_files(path)]
     side = Side(path, units).index()
-    root = open_archive(path).root_class
-    if root in side.classes:
-        side.root = root
+    archive = open_archive(path)
+    if archive.root_class in side.classes:
+        side.root = archive.root_class
+    side.origins = archive.source_map
     return side
 
 

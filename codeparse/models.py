@@ -401,10 +401,17 @@ class Report(Node):
 
 # -- trace-versus-script diff and operator models (issue 4) --
 
-TakenBranch = Literal["then", "else", "neither", "unknown", "mixed", "kept"]
+TakenBranch = Literal["then", "else", "neither", "unknown", "mixed", "kept", "ambiguous"]
 """Which branch of a script ``if`` the trace followed (``mixed``: different ones in different
 iterations of an enclosing loop; ``kept``: the trace holds the ``if`` itself, because the code
-is scripted inside the trace); see :mod:`codeparse.tracediff`."""
+is scripted inside the trace; ``ambiguous``: both branches explain the trace equally well);
+see :mod:`codeparse.tracediff`."""
+
+DiffReason = Literal[
+    "present", "absent", "raises", "not_run", "no_evidence", "indistinguishable", "tie",
+    "tracing_predicate", "inlined", "mixed", "kept",
+]
+"""Why a diff answered as it did (a closed list; see ``IfDiff.reason``)."""
 
 
 class DiffCall(Node):
@@ -432,9 +439,17 @@ class IfDiff(Node):
         "different branches in different loop iterations; `kept`: the trace keeps the `if` (scripted code "
         "inside a trace)."
     )
-    reason: str = Field(
-        description="How it was decided: `present` (calls of the taken branch are in the trace), `absent` "
-        "(the other branch's calls are missing), `not_run`, `no_evidence`, `indistinguishable`, `mixed`."
+    reason: DiffReason = Field(
+        description="How it was decided, one of: `present` (calls of the taken branch are in the trace); "
+        "`absent` (every path through the other branch would have left a call in the trace, and the trace "
+        "lacks them); `raises` (the other branch raises, and the trace ran to its end); `not_run` (the path "
+        "never reaches the `if`); `no_evidence` (neither branch has a call a trace shows, or both would and "
+        "the trace has neither); `indistinguishable` (both branches make the same calls: `ambiguous`); "
+        "`tie` (forcing the `if` each way explains the trace at equal cost: `ambiguous`); "
+        "`tracing_predicate` (the condition is `torch.jit.is_tracing()`, `_is_tracing()` or "
+        "`torch.jit.is_scripting()`, whose value inside a trace is known); `inlined` (the `if` belongs to "
+        "a callee the path never calls: `neither`); `mixed` (different branches in different passes); "
+        "`kept` (the trace still runs this code as TorchScript)."
     )
     evidence: list[DiffCall] = Field(description="Calls of the taken branch that the trace has, in order.")
     missing: list[DiffCall] = Field(
@@ -443,6 +458,15 @@ class IfDiff(Node):
     executions: list[Literal["then", "else"]] = Field(
         default_factory=list, description="The branch of each time the `if` ran in the trace (loops run it often)."
     )
+    runs: int = Field(default=0, description="How many times the `if` ran in the trace (passes of enclosing "
+                      "loops, calls of its function); 0 when not run or not known.")
+    costs: Optional[dict[Literal["then", "else"], int]] = Field(
+        default=None, description="Alignment cost of the whole function with the `if` forced to each branch "
+        "(equal costs: `ambiguous`); null when not computed (kept, raises, not run, loops).")
+    resolved: str = Field(default="", description="The condition with temporaries replaced by their "
+                          "definitions (`IfStatement.condition.resolved`).")
+    origin: Optional[SourceLocation] = Field(
+        default=None, description="The original Python source line of the `if`, from the archive's debug info.")
 
 
 class LostCall(Node):
@@ -456,6 +480,8 @@ class LostCall(Node):
     method: Optional[str] = Field(default=None, description="The method called: `forward`.")
     line: int = Field(description="1-based line in the script text.")
     inside: Optional[str] = Field(default=None, description="`then of if at line 13` when inside a branch.")
+    origin: Optional[SourceLocation] = Field(
+        default=None, description="The original Python source line of the call, from the archive's debug info.")
 
 
 class UnrolledLoop(Node):
@@ -474,6 +500,8 @@ class UnrolledLoop(Node):
     executions: list[int] = Field(default_factory=list, description="Iterations per execution of the loop.")
     kept: bool = Field(default=False, description="The trace keeps the loop itself (scripted code inside a trace).")
     evidence: list[DiffCall] = Field(default_factory=list, description="The body calls the trace repeats, in order.")
+    origin: Optional[SourceLocation] = Field(
+        default=None, description="The original Python source line of the loop, from the archive's debug info.")
 
 
 class BakedConstant(Node):
@@ -518,7 +546,11 @@ class DiffReport(Node):
     unrolled_loops: list[UnrolledLoop] = Field(description="Script loops whose body the trace repeats.")
     baked_constants: list[BakedConstant] = Field(description="Computed operator arguments that the trace holds as constants.")
     modules: list[ModuleDiff] = Field(default_factory=list, description="The function pairs compared.")
-    diagnostics: list[Diagnostic] = Field(default_factory=list, description="Problems reading either input.")
+    diagnostics: list[Diagnostic] = Field(default_factory=list, description="Problems reading either input "
+                                          "and CP224 (the inputs do not belong together).")
+    summary: dict[str, int] = Field(
+        default_factory=dict, description="Counts: `ifs`, `kept`, `frozen` (then/else), `ambiguous` (ambiguous and "
+        "unknown), `not_run` (neither), `mixed`, `lost_calls`, `unrolled_loops`, `baked_constants`.")
 
 
 class OperatorInfo(Node):

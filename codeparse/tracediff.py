@@ -82,11 +82,13 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .api import InputError
-from .diffalign import TRACE_EQUIVALENTS, TRACE_EXTRA, _Automaton, _align
+from .codes import diagnostic_model
+from .diffalign import TRACE_EXTRA, _Automaton, _align
 from .diffevents import (
-    RAISE, SCALAR_OPERATORS, SCRIPT_MISSING, Event, FunctionTree, IfNode, _events_in, _LITERAL_NAMES,
-    _MAX_INLINE_PATH,
+    SCALAR_OPERATORS, SCRIPT_MISSING, TRACE_EQUIVALENTS, Event, FunctionTree, IfNode, _events_in,
+    _LITERAL_NAMES, _MAX_INLINE_PATH, overload_base,
 )
+from .diffevidence import classify_run, raises, telling_labels, tracing_value
 from .diffsides import Side, Unit, load_side, side_from_texts
 from .expressions import Attr, CallExpr, Const, ExpressionReader, Index, Name, Seq
 from .models import (
@@ -99,6 +101,7 @@ from .models import (
     IfDiff,
     LostCall,
     ModuleDiff,
+    SourceLocation,
     UnrolledLoop,
 )
 
@@ -117,6 +120,8 @@ __all__ = [
 ]
 
 _CONSTANT_ATTR = "CONSTANTS"
+MISMATCH_SHARE = 0.30  # below this share of the trace's calls matched, the inputs do not belong together
+TIE_CHECK_LIMIT = 64  # ifs per function re-aligned with the branch forced (each is one more alignment)
 
 
 # ------------------------------------------------------------------------ report
@@ -144,6 +149,7 @@ class FunctionDiff:
     unrolled_loops: list[UnrolledLoop]
     baked_constants: list[BakedConstant]
     matched: list[tuple[Event, Call]]
+    trace_events: int = 0
 
 
 def _dcall(event: Event, trace_call: Optional[Call]) -> DiffCall:
@@ -217,58 +223,78 @@ def _baked(s_tree: FunctionTree, t_tree: FunctionTree, pairs: list[tuple[Event, 
     return out
 
 
-def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit) -> FunctionDiff:
-    """Align one script function with one trace function and read the path."""
-    t_tree = FunctionTree(t_fn, t_unit, s_tree.module, trace=True)
-    t_events = [e for e in _flat(t_tree.items)]
-    auto = _Automaton(s_tree.items)
-    cost, steps = _align(auto, [e.label for e in t_events])
+def trace_tree(t_fn: Function, t_unit: Unit, module: str) -> FunctionTree:
+    return FunctionTree(t_fn, t_unit, module, trace=True)
 
-    if_execs: dict[int, list[_Exec]] = {}
-    loop_execs: dict[int, list[_LoopExec]] = {}
-    open_ifs: list[tuple[int, _Exec]] = []
-    open_loops: list[tuple[int, _LoopExec]] = []
-    matched: list[tuple[Event, Call]] = []
-    matched_ids: set[int] = set()
-    trace_only: list[DiffCall] = []
-    for step in steps:
-        edge = step.edge
-        if edge is None:
-            t = t_events[step.trace]
-            trace_only.append(DiffCall(call=t.label, kind=t.call.kind, trace_line=t.call.span.line))
-            continue
-        if edge.event is not None:
-            if step.trace is None:
+
+def kept_functions(t_tree: FunctionTree) -> frozenset:
+    """Compiled functions the trace still calls by name (scripted code inside the trace)."""
+    return frozenset(e.label for e in t_tree.events if e.call.kind == "function")
+
+
+class _Reader:
+    """Reads the path of one alignment: the runs of each ``if`` and loop, the matched pairs."""
+
+    def __init__(self, steps, t_events):
+        self.if_execs: dict[int, list[_Exec]] = {}
+        self.loop_execs: dict[int, list[_LoopExec]] = {}
+        self.matched: list[tuple[Event, Call]] = []
+        self.matched_ids: set[int] = set()
+        self.trace_only: list[DiffCall] = []
+        open_ifs: list[tuple[int, _Exec]] = []
+        open_loops: list[tuple[int, _LoopExec]] = []
+        for step in steps:
+            edge = step.edge
+            if edge is None:
+                t = t_events[step.trace]
+                self.trace_only.append(DiffCall(call=t.label, kind=t.call.kind, trace_line=t.call.span.line))
                 continue
-            pair = (edge.event, step.trace)
-            matched.append((edge.event, t_events[step.trace].call))
-            matched_ids.add(edge.event.index)
-            for _, ex in open_ifs:
-                ex.matched.append(pair)
-            for _, lx in open_loops:
-                lx.matched.append(pair)
-            continue
-        tag = edge.tag
-        if tag is None:
-            continue
-        if tag[0] == "if":
-            ex = _Exec(tag[2])
-            if_execs.setdefault(tag[1], []).append(ex)
-            open_ifs.append((tag[1], ex))
-        elif tag[0] == "join":
-            open_ifs.pop()
-        elif tag[0] == "enter":
-            lx = _LoopExec()
-            loop_execs.setdefault(tag[1], []).append(lx)
-            open_loops.append((tag[1], lx))
-        elif tag[0] == "iter":
-            open_loops[-1][1].passes += 1
-        elif tag[0] == "exit":
-            open_loops.pop()
+            if edge.event is not None:
+                if step.trace is None:
+                    continue
+                pair = (edge.event, step.trace)
+                self.matched.append((edge.event, t_events[step.trace].call))
+                self.matched_ids.add(edge.event.index)
+                for _, ex in open_ifs:
+                    ex.matched.append(pair)
+                for _, lx in open_loops:
+                    lx.matched.append(pair)
+                continue
+            tag = edge.tag
+            if tag is None:
+                continue
+            if tag[0] == "if":
+                ex = _Exec(tag[2])
+                self.if_execs.setdefault(tag[1], []).append(ex)
+                open_ifs.append((tag[1], ex))
+            elif tag[0] == "join":
+                open_ifs.pop()
+            elif tag[0] == "enter":
+                lx = _LoopExec()
+                self.loop_execs.setdefault(tag[1], []).append(lx)
+                open_loops.append((tag[1], lx))
+            elif tag[0] == "iter":
+                open_loops[-1][1].passes += 1
+            elif tag[0] == "exit":
+                open_loops.pop()
+
+
+def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
+                   t_tree: Optional[FunctionTree] = None, script: Optional[Side] = None) -> FunctionDiff:
+    """Align one script function with one trace function and read the path."""
+    t_tree = t_tree or trace_tree(t_fn, t_unit, s_tree.module)
+    t_events = _flat(t_tree.items)
+    labels = [e.label for e in t_events]
+    auto = _Automaton(s_tree.items)
+    cost, steps = _align(auto, labels)
+    path_read = _Reader(steps, t_events)
+    if_execs, loop_execs = path_read.if_execs, path_read.loop_execs
+    matched, matched_ids = path_read.matched, path_read.matched_ids
 
     def tcall(index: int) -> Call:
         return t_events[index].call
 
+    origins = script.origins if script is not None else {}
     fn_name, path = s_tree.fn.qualified_name, s_tree.unit.code_file.path
     kept_ifs = _kept(
         [(n.index, n.stmt.condition.resolved) for n in s_tree.ifs if n.stmt is not None],
@@ -278,12 +304,25 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit) -> Functi
         [(n.index, n.loop.iter) for n in s_tree.loops if n.loop is not None],
         [n.loop.iter for n in t_tree.loops if n.loop is not None],
     )
-    trace_labels = {e.label for e in t_events}
+    forced_budget = [TIE_CHECK_LIMIT]
+
+    def forced_costs(nodes: list[IfNode]) -> Optional[dict[str, int]]:
+        """Cost of the whole alignment with every copy of the ``if`` forced to each branch."""
+        if forced_budget[0] <= 0:
+            return None
+        forced_budget[0] -= 1
+        out = {}
+        for branch in ("then", "else"):
+            c, _ = _align(_Automaton(s_tree.items, {n.index: branch for n in nodes}), labels, False)
+            out[branch] = c
+        return out if all(v >= 0 for v in out.values()) else None
+
+    trace_labels = set(labels)
     ifs: list[IfDiff] = []
     for node in s_tree.ifs:
         if node.stmt is not None:
-            ifs.append(_if_diff(node, if_execs.get(node.index, []), s_tree, fn_name, path, tcall,
-                                node.index in kept_ifs))
+            ifs.append(_if_diff([node], if_execs.get(node.index, []), s_tree, tcall, origins,
+                                node.index in kept_ifs, forced_costs))
     # ifs of inlined callees: one entry per callee `if`, its runs gathered over every call site
     sites: dict[tuple[str, int], list[tuple[FunctionTree, IfNode]]] = {}
     for callee in s_tree.inlined:
@@ -291,9 +330,26 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit) -> Functi
             if node.stmt is not None:
                 sites.setdefault((callee.fn.qualified_name, node.stmt.span.start), []).append((callee, node))
     for group in sites.values():
-        callee, node = group[0]
+        callee = group[0][0]
         runs = [ex for _, n in group for ex in if_execs.get(n.index, [])]
-        ifs.append(_if_diff(node, runs, callee, callee.fn.qualified_name, callee.unit.code_file.path, tcall))
+        ifs.append(_if_diff([n for _, n in group], runs, callee, tcall, origins, False, forced_costs,
+                            inlined=True))
+    # compiled functions the trace calls by name: their ifs still run, as TorchScript
+    if script is not None:
+        seen_kept: set[str] = set()
+        for event in s_tree.events + [e for c in s_tree.inlined for e in c.events]:
+            name = event.label
+            if event.call.kind != "function" or name not in s_tree.keep or name in seen_kept:
+                continue
+            seen_kept.add(name)
+            found = script.function(name)
+            if found is None:
+                continue
+            fn, unit = found
+            kept_tree = FunctionTree(fn, unit, s_tree.module, cls=None)
+            for node in kept_tree.ifs:
+                if node.stmt is not None:
+                    ifs.append(_if_diff([node], [], kept_tree, tcall, origins, True, None))
     inside: dict[int, str] = {}  # innermost if wins: deepest last
     for node in sorted((n for n in s_tree.ifs if n.stmt is not None), key=lambda n: n.stmt.depth):
         for branch, block in (("then", node.then), ("else", node.orelse)):
@@ -302,9 +358,10 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit) -> Functi
 
     lost = [
         LostCall(module=s_tree.module, function=fn_name, path=path, call=e.label, receiver=e.call.receiver,
-                 method=e.call.method, line=e.call.span.line, inside=inside.get(e.index))
+                 method=e.call.method, line=e.call.span.line, inside=inside.get(e.index),
+                 origin=_origin(origins, path, e.call.span.line))
         for e in s_tree.events
-        if e.call.kind == "submodule" and e.index not in matched_ids and e.label not in trace_labels
+        if e.call.kind == "submodule" and not e.opaque and e.index not in matched_ids and e.label not in trace_labels
     ]
     loops: list[UnrolledLoop] = []
     for node in s_tree.loops:
@@ -323,14 +380,20 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit) -> Functi
             loop=s_tree.unit.text[node.loop.span.start:node.loop.span.end].rstrip(":"),
             kind=node.loop.kind, iterations=iterations, executions=passes,
             evidence=[] if kept else [_dcall(e, tcall(t)) for e, t in first[:per_pass]], kept=kept,
+            origin=_origin(origins, path, node.loop.span.line),
         ))
     baked = _baked(s_tree, t_tree, matched)
     module = ModuleDiff(
         module=s_tree.module, script_function=fn_name, trace_function=t_fn.qualified_name,
         script_path=path, trace_path=t_unit.code_file.path, cost=cost, matched=len(matched),
-        trace_only=trace_only,
+        trace_only=path_read.trace_only,
     )
-    return FunctionDiff(module, ifs, lost, loops, baked, matched)
+    return FunctionDiff(module, ifs, lost, loops, baked, matched, len(t_events))
+
+
+def _origin(origins: dict, path: str, line: int) -> Optional[SourceLocation]:
+    found = origins.get(path, {}).get(line)
+    return found
 
 
 def _kept(script: list[tuple[int, str]], trace: list[str]) -> set[int]:
@@ -351,60 +414,72 @@ def _flat(items: list) -> list[Event]:
     return sorted(_events_in(items), key=lambda e: (e.call.span.end, -e.call.span.start))
 
 
-def _classify(node: IfNode, ex: _Exec) -> tuple[str, str]:
-    if ex.matched:
-        return ex.branch, "present"
-    chosen = node.then if ex.branch == "then" else node.orelse
-    other = node.orelse if ex.branch == "then" else node.then
-    a_chosen = any(e.telling for e in _events_in(chosen))
-    a_other = any(e.telling for e in _events_in(other))
-    if a_other and not a_chosen:
-        return ex.branch, "absent"
-    if a_other and a_chosen:
-        return "neither", "no_evidence"
-    if a_chosen:
-        return ("else" if ex.branch == "then" else "then"), "absent"
-    return "unknown", "no_evidence"
-
-
-def _raises(block: list) -> bool:
-    """Whether a branch raises unconditionally (a raise among its direct statements)."""
-    return any(isinstance(item, Event) and item.label == RAISE for item in block)
-
-
-def _if_diff(node: IfNode, execs: list[_Exec], tree: FunctionTree, fn_name: str, path: str, tcall,
-             kept: bool = False) -> IfDiff:
+def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall, origins: dict,
+             kept: bool, forced_costs, inlined: bool = False) -> IfDiff:
+    """The answer for one ``if`` (``nodes``: its copies, one per inlined call site)."""
+    node = nodes[0]
     stmt = node.stmt
+    path = tree.unit.code_file.path
     base = dict(
-        module=tree.module, function=fn_name, path=path, line=stmt.span.line, depth=stmt.depth,
-        condition=stmt.condition.text, kind=stmt.condition.kind,
-        executions=[ex.branch for ex in execs],
+        module=tree.module, function=tree.fn.qualified_name, path=path, line=stmt.span.line, depth=stmt.depth,
+        condition=stmt.condition.text, resolved=stmt.condition.resolved, kind=stmt.condition.kind,
+        executions=[ex.branch for ex in execs], runs=len(execs), origin=_origin(origins, path, stmt.span.line),
     )
+
+    def answer(taken: str, reason: str, evidence=(), missing=(), costs=None, **over) -> IfDiff:
+        return IfDiff(taken=taken, reason=reason, evidence=list(evidence), missing=list(missing),
+                      costs=costs, **{**base, **over})
+
     if kept:
-        return IfDiff(taken="kept", reason="kept", evidence=[], **{**base, "executions": []})
-    raising = [b for b, block in (("then", node.then), ("else", node.orelse)) if _raises(block)]
+        return answer("kept", "kept", executions=[], runs=0)
+    evidence = [_dcall(e, tcall(t)) for ex in execs for e, t in ex.matched]
+    predicate = tracing_value(stmt.condition.resolved or stmt.condition.text, tree.grammar)
+    if predicate is not None:
+        taken = "then" if predicate else "else"
+        return answer(taken, "tracing_predicate", evidence, executions=[taken] * len(execs))
+    text = tree.unit.text
+
+    def text_of(event: Event) -> str:
+        """The raise call's text, with the definition of a message bound to a temporary."""
+        own = text[event.call.span.start:event.call.span.end]
+        node = tree.reader.read(event.call.span.start, event.call.span.end)
+        if isinstance(node, CallExpr) and node.args and isinstance(node.args[0], Name):
+            fn_text = text[tree.fn.span.start:tree.fn.span.end]
+            where = fn_text.find(f"{node.args[0].id} = ")
+            if where >= 0:
+                own += fn_text[where:fn_text.find("\n", where)]
+        return own
+
+    raising = [b for b, block in (("then", node.then), ("else", node.orelse)) if raises(block, text_of)]
     if len(raising) == 1 and execs:  # the trace finished, so the raising branch did not run
         taken = "else" if raising[0] == "then" else "then"
-        evidence = [_dcall(e, tcall(t)) for ex in execs for e, t in ex.matched]
-        return IfDiff(taken=taken, reason="raises", evidence=evidence, **{**base, "executions": [taken] * len(execs)})
-    if _telling_labels(node.then) == _telling_labels(node.orelse):
-        return IfDiff(taken="unknown", reason="indistinguishable", evidence=[], **{**base, "executions": []})
+        return answer(taken, "raises", evidence, executions=[taken] * len(execs))
     if not execs:
         missing = [_dcall(e, None) for e in _events_in(node.then + node.orelse) if e.telling]
-        return IfDiff(taken="neither", reason="not_run", evidence=[], missing=missing, **base)
-    results = [_classify(node, ex) for ex in execs]
+        return answer("neither", "inlined" if inlined else "not_run", missing=missing)
+    if telling_labels(node.then) == telling_labels(node.orelse):
+        same = "indistinguishable" if telling_labels(node.then) else "no_evidence"
+        return answer("ambiguous" if same == "indistinguishable" else "unknown", same, executions=[])
+    results = [classify_run(node, ex.branch, bool(ex.matched)) for ex in execs]
     takens = {r[0] for r in results}
     if len(takens) == 1:
         taken, reason = results[0]
-    else:
+    elif takens <= {"then", "else"}:
         taken, reason = "mixed", "mixed"
-    evidence = [_dcall(e, tcall(t)) for ex in execs for e, t in ex.matched]
+    else:
+        taken, reason = "ambiguous", "mixed" if takens & {"then", "else"} else results[0][1]
+    executions = [r[0] for r in results] if all(r[0] in ("then", "else") for r in results) else []
     branches = {"then": node.then, "else": node.orelse}
     not_taken = [b for b in ("then", "else") if b not in takens]
     missing = [
         _dcall(e, None) for b in not_taken for e in _events_in(branches[b]) if e.telling
     ] if taken in ("then", "else") else []
-    return IfDiff(taken=taken, reason=reason, evidence=evidence, missing=missing, **base)
+    costs = None
+    if taken in ("then", "else") and len(execs) == 1 and forced_costs is not None:
+        costs = forced_costs(nodes)
+        if costs is not None and costs["then"] == costs["else"]:
+            return answer("ambiguous", "tie", evidence, missing, costs, executions=[])
+    return answer(taken, reason, evidence, missing, costs, executions=executions)
 
 
 # --------------------------------------------------------------------- recursion
@@ -422,19 +497,30 @@ def _resolve(side: Side, cls: ClassDef, receiver: str) -> Optional[ClassDef]:
     return current
 
 
-def _resolver(side: Side, cls: Optional[ClassDef]):
-    """Finds the code of a compiled function or self method called from ``cls``'s methods."""
-    functions = {fn.qualified_name: (fn, unit) for fn, unit in side.functions}
+def _resolver(side: Side):
+    """Finds the code of a compiled function, a self method, or a submodule's non-``forward``
+    method called from a tree: ``(function, unit, class, receiver prefix)``."""
     by_name = {fn.name: (fn, unit) for fn, unit in side.functions}
 
-    def resolve(call: Call, caller: Function) -> Optional[tuple[Function, Unit]]:
+    def resolve(call: Call, tree: FunctionTree) -> Optional[tuple]:
+        cls = tree.cls
         if call.kind == "function" and call.target:
-            return functions.get(call.target)
+            found = side.function(call.target)
+            return (found[0], found[1], None, tree.prefix) if found is not None else None
         if call.kind == "self_method" and call.method:
             if cls is not None:
                 method = side.method_of(cls, call.method)
-                return (method, side.classes[cls.qualified_name][1]) if method is not None else None
-            return by_name.get(call.method)  # method texts side by side (script.<method>.code)
+                if method is None:
+                    return None
+                return method, side.classes[cls.qualified_name][1], cls, tree.prefix
+            found = by_name.get(call.method)  # method texts side by side (script.<method>.code)
+            return (found[0], found[1], None, tree.prefix) if found is not None else None
+        if call.kind == "submodule" and call.receiver and call.method and cls is not None:
+            sub = _resolve(side, cls, call.receiver)
+            method = side.method_of(sub, call.method) if sub is not None else None
+            if method is None:
+                return None
+            return method, side.classes[sub.qualified_name][1], sub, tree.prefix + call.receiver[len("self"):]
         return None
 
     return resolve
@@ -442,6 +528,31 @@ def _resolver(side: Side, cls: Optional[ClassDef]):
 
 def _join(module: str, receiver: str) -> str:
     return module + receiver[len("self"):]
+
+
+def _mismatch(result: FunctionDiff, script: Side, trace: Side) -> list:
+    """CP224 when too few of the root trace function's calls match the script."""
+    events = result.trace_events
+    if events == 0 or len(result.matched) >= MISMATCH_SHARE * events:
+        return []
+    percent = round(100 * len(result.matched) / events)
+    return [diagnostic_model("CP224", trace.path, None, matched=len(result.matched), events=events,
+                             percent=percent, script=script.path)]
+
+
+def summarize(report_ifs: list[IfDiff], lost: list, loops: list, baked: list) -> dict[str, int]:
+    taken = [i.taken for i in report_ifs]
+    return {
+        "ifs": len(taken),
+        "kept": taken.count("kept"),
+        "frozen": sum(t in ("then", "else") for t in taken),
+        "ambiguous": sum(t in ("ambiguous", "unknown") for t in taken),
+        "not_run": taken.count("neither"),
+        "mixed": taken.count("mixed"),
+        "lost_calls": len(lost),
+        "unrolled_loops": sum(1 for lp in loops if not lp.kept and lp.iterations),
+        "baked_constants": len(baked),
+    }
 
 
 def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "os.PathLike[str]"],
@@ -455,21 +566,24 @@ def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "
         script = load_side(os.fspath(script))
     if not isinstance(trace, Side):
         trace = load_side(os.fspath(trace))
-    s_top, t_top = script.top(method), trace.top(method)
-    if s_top is None:
-        raise InputError(script.path, f"no function {method!r} (or any function) in the script input")
+    t_top = trace.top(method)
     if t_top is None:
         raise InputError(trace.path, f"no function {method!r} (or any function) in the trace input")
+    s_top = script.top(method, like=t_top[0])
+    if s_top is None:
+        raise InputError(script.path, f"no function {method!r} (or an overload of it) in the script input")
     results: list[FunctionDiff] = []
     queue = [("self", s_top, t_top)]
     seen: set[tuple[str, str]] = set()
+    resolver = _resolver(script)
     while queue:
         module, (s_fn, s_unit, s_cls), (t_fn, t_unit, t_cls) = queue.pop(0)
         if (module, s_fn.name) in seen:
             continue
         seen.add((module, s_fn.name))
-        tree = FunctionTree(s_fn, s_unit, module, resolver=_resolver(script, s_cls))
-        result = diff_functions(tree, t_fn, t_unit)
+        t_tree = trace_tree(t_fn, t_unit, module)
+        tree = FunctionTree(s_fn, s_unit, module, resolver=resolver, cls=s_cls, keep=kept_functions(t_tree))
+        result = diff_functions(tree, t_fn, t_unit, t_tree=t_tree, script=script)
         results.append(result)
         if not recurse or s_cls is None or t_cls is None:
             continue
@@ -481,7 +595,10 @@ def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "
             t_sub = _resolve(trace, t_cls, t_call.receiver or call.receiver)
             if s_sub is None or t_sub is None:
                 continue
-            s_m, t_m = script.method_of(s_sub, call.method), trace.method_of(t_sub, t_call.method or call.method)
+            t_m = trace.method_of(t_sub, t_call.method or call.method)
+            if t_m is None and t_call.method:  # `forward1`: the trace's name for a second call
+                t_m = trace.method_of(t_sub, overload_base(t_call.method.rstrip("0123456789")) or "forward")
+            s_m = script.method_of(s_sub, call.method)
             if s_m is None or t_m is None:
                 continue
             queue.append((
@@ -489,14 +606,16 @@ def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "
                 (s_m, script.classes[s_sub.qualified_name][1], s_sub),
                 (t_m, trace.classes[t_sub.qualified_name][1], t_sub),
             ))
+    ifs = [i for r in results for i in r.ifs]
+    lost = [c for r in results for c in r.lost_calls]
+    loops = [lp for r in results for lp in r.unrolled_loops]
+    baked = [b for r in results for b in r.baked_constants]
+    diagnostics = [d for side in (script, trace) for u in side.units for d in u.code_file.diagnostics]
+    diagnostics += _mismatch(results[0], script, trace)
     return DiffReport(
-        script=script.path, trace=trace.path,
-        ifs=[i for r in results for i in r.ifs],
-        lost_calls=[c for r in results for c in r.lost_calls],
-        unrolled_loops=[lp for r in results for lp in r.unrolled_loops],
-        baked_constants=[b for r in results for b in r.baked_constants],
-        modules=[r.module for r in results],
-        diagnostics=[d for side in (script, trace) for u in side.units for d in u.code_file.diagnostics],
+        script=script.path, trace=trace.path, ifs=ifs, lost_calls=lost, unrolled_loops=loops,
+        baked_constants=baked, modules=[r.module for r in results], diagnostics=diagnostics,
+        summary=summarize(ifs, lost, loops, baked),
     )
 
 
