@@ -19,7 +19,7 @@ import click
 if TYPE_CHECKING:
     from .models import DiffReport, OperatorInfo, OperatorUse
 
-__all__ = ["register", "render_diff_table", "render_capture_table", "render_ops_table", "render_which"]
+__all__ = ["register", "render_diff_table", "filter_report", "render_capture_table", "render_ops_table", "render_which"]
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SOURCES = ("auto", "table", "live")
@@ -45,7 +45,7 @@ def _cell(value: object, style: str = ""):
     return Text(for_text(value), style=style)
 
 
-def _calls(calls: list, line_of: str, cap: int = _EVIDENCE_CAP) -> str:
+def _calls(calls: list, line_of: str, cap: int = _EVIDENCE_CAP) -> list[str]:
     items = []
     for c in calls:
         where = getattr(c, line_of)
@@ -53,13 +53,93 @@ def _calls(calls: list, line_of: str, cap: int = _EVIDENCE_CAP) -> str:
                      f"{c.call} ({c.script_line}→{c.trace_line})")
     if len(items) > cap:
         items = items[:cap] + [f"+{len(items) - cap} more"]
-    return "\n".join(items)
+    return items
+
+
+def _lines_cell(items: list[str]):
+    """One cell of input-derived items, one per line, each escaped on its own."""
+    from rich.text import Text
+
+    from .escaping import for_text
+
+    return Text("\n".join(for_text(item) for item in items))
+
+
+_MANGLE = "___torch_mangle_"
+ONLY = ("all", "frozen", "lost")
+
+
+def _short_origin(origin) -> str:
+    if origin is None:
+        return "-"
+    return f"{origin.path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{origin.line}"
+
+
+def _unmangled(name: str) -> str:
+    """``__torch__.torch.nn.modules.linear.___torch_mangle_3.Linear.forward`` -> without the mangle part."""
+    return ".".join(p for p in name.split(".") if not p.startswith(_MANGLE))
+
+
+def _taken_cell(i):
+    from rich.text import Text
+
+    taken = Text(i.taken, style="bold")
+    taken.append(f"\n({i.reason})", style="dim")
+    if i.taken == "mixed" or (i.passes and len(i.passes) > 1):
+        shown = ",".join(i.passes or i.executions)
+        taken.append(f"\n{shown}", style="dim")
+    if i.runs > 1:
+        taken.append(f"\n{i.runs} runs", style="dim")
+    if i.costs is not None and i.taken == "ambiguous":
+        taken.append(f"\ncost then {i.costs['then']} = else {i.costs['else']}", style="dim")
+    return taken
+
+
+def filter_report(report: "DiffReport", only: str = "all", module: Optional[str] = None) -> "DiffReport":
+    """The report restricted to one module path (and its submodules) and to ``only``:
+    ``frozen`` keeps the ifs a trace decided (then, else, mixed), ``lost`` keeps lost calls."""
+    def in_module(m: str) -> bool:
+        return module is None or m == module or m.startswith(module + ".")
+
+    ifs = [i for i in report.ifs if in_module(i.module)]
+    lost = [c for c in report.lost_calls if in_module(c.module)]
+    loops = [lp for lp in report.unrolled_loops if in_module(lp.module)]
+    baked = [b for b in report.baked_constants if in_module(b.module)]
+    if only == "frozen":
+        ifs, lost, loops, baked = [i for i in ifs if i.taken in ("then", "else", "mixed")], [], [], []
+    elif only == "lost":
+        ifs, loops, baked = [], [], []
+    from .tracediff import summarize
+
+    return report.model_copy(update={
+        "ifs": ifs, "lost_calls": lost, "unrolled_loops": loops, "baked_constants": baked,
+        "modules": [m for m in report.modules if in_module(m.module)],
+        "summary": summarize(ifs, lost, loops, baked),
+    })
+
+
+def _grouped_ifs(ifs: list) -> list[tuple]:
+    """Rows of the ifs table: library code (``__torch__.torch.*``) repeated per module instance is
+    one row with its count when every copy answered alike; user code row by row."""
+    groups: dict[tuple, list] = {}
+    order: list[tuple] = []
+    for i in ifs:
+        if i.function.startswith("__torch__.torch."):
+            key = (_unmangled(i.function), i.condition, i.taken, i.reason, tuple(i.executions))
+        else:
+            key = (id(i),)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(i)
+    return [(groups[k][0], len(groups[k])) for k in order]
 
 
 def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool] = None,
                       width: Optional[int] = None) -> None:
-    """The diff for people: ifs, lost calls, unrolled loops, baked constants (every input
-    string passes :mod:`codeparse.escaping` and reaches rich as ``Text``, never as markup)."""
+    """The diff for people: a summary first, then ifs, lost calls, unrolled loops, baked
+    constants (every input string passes :mod:`codeparse.escaping` and reaches rich as
+    ``Text``, never as markup)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -72,27 +152,37 @@ def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool
     head.append("  vs  ")
     head.append_text(_cell(f"trace {report.trace}", style="bold"))
     console.print(head, soft_wrap=True)
-    for m in report.modules:
-        console.print(_cell(f"  {m.module}: {m.script_function} ↔ {m.trace_function} "
-                            f"({m.matched} events matched, {len(m.trace_only)} only in the trace)", style="dim"),
-                      soft_wrap=True)
-    table = Table(title="ifs", box=box.SIMPLE_HEAD, show_lines=False, title_justify="left")
-    for col in ("module", "line", "kind", "taken", "condition", "evidence (script→trace line)"):
-        table.add_column(col, overflow="fold")
-    for i in report.ifs:
-        evidence = _calls(i.evidence, "trace_line") or (
-            "missing: " + _calls(i.missing, "script_line") if i.missing else "-")
-        taken = Text(i.taken, style="bold")
-        taken.append(f"\n({i.reason})", style="dim")
-        table.add_row(_cell(i.module), str(i.line), Text(i.kind, style=KIND_STYLE.get(i.kind, "")),
-                      taken, _cell(i.condition), _cell(evidence))
-    console.print(table if report.ifs else Text("no ifs in the script", style="dim"))
+    n = report.summary
+    if n:
+        console.print(Text(
+            f"{n['ifs']} ifs: {n['frozen']} frozen, {n['kept']} kept, {n['ambiguous']} ambiguous, "
+            f"{n['not_run']} not run, {n['mixed']} mixed; {n['lost_calls']} lost calls, "
+            f"{n['unrolled_loops']} unrolled loops, {n['baked_constants']} baked constants"), soft_wrap=True)
+    if report.ifs:
+        sources = any(i.origin is not None for i in report.ifs)  # archives with debug info
+        table = Table(title="ifs", box=box.SIMPLE_HEAD, show_lines=False, title_justify="left")
+        for col in ("module", "line") + (("source",) if sources else ()) + (
+                "kind", "taken", "condition", "evidence (script→trace line)"):
+            table.add_column(col, overflow="fold")
+        for i, count in _grouped_ifs(report.ifs):
+            evidence = _calls(i.evidence, "trace_line") or (
+                ["missing:"] + _calls(i.missing, "script_line") if i.missing else ["-"])
+            module = i.module if count == 1 else f"{i.module} (+{count - 1} alike)"
+            where = [_cell(_short_origin(i.origin))] if sources else []
+            table.add_row(_cell(module), str(i.line), *where,
+                          Text(i.kind, style=KIND_STYLE.get(i.kind, "")), _taken_cell(i),
+                          _cell(i.resolved or i.condition), _lines_cell(evidence))
+        console.print(table)
+    elif not report.lost_calls:
+        console.print(Text("no ifs in the script", style="dim"))
     if report.lost_calls:
+        sources = any(c.origin is not None for c in report.lost_calls)
         lost = Table(title="lost calls (the trace never makes them)", box=box.SIMPLE_HEAD, title_justify="left")
-        for col in ("module", "line", "call", "inside"):
+        for col in ("module", "line") + (("source",) if sources else ()) + ("call", "inside"):
             lost.add_column(col, overflow="fold")
         for c in report.lost_calls:
-            lost.add_row(_cell(c.module), str(c.line), _cell(c.call), _cell(c.inside or "-"))
+            where = [_cell(_short_origin(c.origin))] if sources else []
+            lost.add_row(_cell(c.module), str(c.line), *where, _cell(c.call), _cell(c.inside or "-"))
         console.print(lost)
     if report.unrolled_loops:
         loops = Table(title="loops", box=box.SIMPLE_HEAD, title_justify="left")
@@ -111,6 +201,12 @@ def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool
             baked.add_row(_cell(b.module), f"{b.script_line}→{b.trace_line}", _cell(b.operator),
                           _cell(b.argument), _cell(b.script), _cell(b.trace))
         console.print(baked)
+    if report.modules:
+        console.print(Text("functions compared", style="italic"))
+    for m in report.modules:
+        console.print(_cell(f"  {m.module}: {m.script_function} ↔ {m.trace_function} "
+                            f"({m.matched} events matched, {len(m.trace_only)} only in the trace)", style="dim"),
+                      soft_wrap=True)
 
 
 def render_ops_table(uses: list["OperatorUse"], stream: TextIO, color: Optional[bool] = None,
@@ -197,8 +293,13 @@ def register(group: click.Group) -> None:
     @click.argument("trace")
     @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
     @click.option("--method", default="forward", show_default=True, help="The method to compare.")
+    @click.option("--only", type=click.Choice(ONLY), default="all", show_default=True,
+                  help="frozen: only the ifs the trace decided; lost: only the lost calls.")
+    @click.option("--module", "module_path", metavar="PATH", default=None,
+                  help="Only this module path and its submodules (self.layer1).")
     @click.option("--color/--no-color", default=None)
-    def diff_command(script: str, trace: str, fmt: str, method: str, color: Optional[bool]) -> int:
+    def diff_command(script: str, trace: str, fmt: str, method: str, only: str, module_path: Optional[str],
+                     color: Optional[bool]) -> int:
         """Compare the script and the trace of one module: which branch each `if` took in the
         trace, the submodule calls it lost, the loops it unrolled, the values it baked in.
 
@@ -213,6 +314,10 @@ def register(group: click.Group) -> None:
             return _fail(f"{exc.path}: {exc.code} {exc.message}")
         except Exception as exc:  # noqa: BLE001 - never a traceback
             return _fail(f"codeparse diff: internal error: {type(exc).__name__}: {exc}".splitlines()[0])
+        if any(d.code == "CP224" for d in report.diagnostics):  # not one model: no table of nonsense
+            _diagnostics([d for d in report.diagnostics if d.code == "CP224"])
+            return EXIT_FINDINGS
+        report = filter_report(report, only, module_path)
         if fmt == "json":
             sys.stdout.write(_dump(report) + "\n")
         else:

@@ -116,6 +116,9 @@ class IfNode:
     stmt: IfStatement
     then: list
     orelse: list
+    # When the `if` only sets the continue flag of its `while` loop (how `break` compiles):
+    # the branch that stops the loop ("then"/"else"), and the loop's index.
+    loop_flag: Optional[tuple[str, int]] = None
 
 
 @dataclass
@@ -509,6 +512,53 @@ class FunctionTree:
             items.extend(inlined if inlined is not None else [self._event(c, weak, dead, maybe_dead)])
         return items
 
+    def _mark_loop_flags(self, loop: Stmt, node: LoopNode) -> None:
+        """Find the ``if``s of a ``while`` body that only set its continue flag: the printer
+        compiles ``break`` to ``if c: _4 = False else: _4 = True`` and the loop's last statement
+        ``_2, ... = torch.__and__(..., _4), ...`` (``_2`` being the ``while`` test)."""
+        names = self.grammar.fragments["name_use"]
+        test = (loop.group("test") or "").strip() if "test" in loop.match.groupdict() else ""
+        feeding: set[str] = {test}  # names the next test is computed from (within the body)
+        changed = True
+        while changed:
+            changed = False
+            for st in loop.body:
+                if st.kind == "assign" and feeding & set(names.findall(st.group("targets") or "")):
+                    found = set(names.findall(self.unit.text, *st.span_of("value"))) - feeding
+                    if found:
+                        feeding |= found
+                        changed = True
+        feeding.discard(test)
+        if not feeding:
+            return
+
+        def sets(branch: list[Stmt]) -> Optional[dict[str, str]]:
+            out: dict[str, str] = {}
+            for st in branch:
+                if st.kind != "assign":
+                    return None
+                targets = names.findall(st.group("targets") or "")
+                value = self.reader.read(*st.span_of("value"))
+                items = value.items if isinstance(value, Seq) and value.kind == "tuple" else [value]
+                if len(items) != len(targets):
+                    return None
+                out.update((t, v.id if isinstance(v, Name) else "") for t, v in zip(targets, items))
+            return out
+
+        by_start = {n.stmt.span.start: n for n in self.ifs if n.stmt is not None}
+        for st in loop.body:
+            if st.kind != "if" or st.start not in by_start:
+                continue
+            then, orelse = sets(st.body), sets(st.orelse or [])
+            if then is None or orelse is None:
+                continue
+            for flag in feeding:
+                values = (then.get(flag), orelse.get(flag))
+                if values == ("False", "True"):
+                    by_start[st.start].loop_flag = ("then", node.index)
+                elif values == ("True", "False"):
+                    by_start[st.start].loop_flag = ("else", node.index)
+
     def _block(self, stmts: list[Stmt]) -> list[Item]:
         items: list[Item] = []
         for s in stmts:
@@ -528,6 +578,8 @@ class FunctionTree:
                 node = LoopNode(self._next(2), self._loop_by_start.get(s.start), [])  # type: ignore[arg-type]
                 self.loops.append(node)
                 node.body = self._block(s.body)
+                if k == "while":
+                    self._mark_loop_flags(s, node)
                 items.append(node)
             elif k == "with":
                 items.extend(self._simple(header, False))

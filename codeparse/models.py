@@ -458,6 +458,10 @@ class IfDiff(Node):
     executions: list[Literal["then", "else"]] = Field(
         default_factory=list, description="The branch of each time the `if` ran in the trace (loops run it often)."
     )
+    passes: list[Literal["then", "else", "unknown"]] = Field(
+        default_factory=list, description="Per run, the answer of that run alone (`unknown` where that run "
+        "cannot tell: the last pass of a loop whose `if` only sets the loop's continue flag, as `break` "
+        "compiles); empty when not run or not decided per run.")
     runs: int = Field(default=0, description="How many times the `if` ran in the trace (passes of enclosing "
                       "loops, calls of its function); 0 when not run or not known.")
     costs: Optional[dict[Literal["then", "else"], int]] = Field(

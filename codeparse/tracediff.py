@@ -131,6 +131,13 @@ TIE_CHECK_LIMIT = 64  # ifs per function re-aligned with the branch forced (each
 class _Exec:
     branch: str
     matched: list[tuple[Event, int]] = field(default_factory=list)
+    loop: Optional["_LoopExec"] = None  # the innermost loop run it happened in
+    pass_number: int = 0  # which pass of that loop run (1-based)
+
+    @property
+    def followed(self) -> bool:
+        """Whether another pass of the innermost loop came after this run."""
+        return self.loop is not None and self.pass_number < self.loop.passes
 
 
 @dataclass
@@ -264,7 +271,8 @@ class _Reader:
             if tag is None:
                 continue
             if tag[0] == "if":
-                ex = _Exec(tag[2])
+                lx_open = open_loops[-1][1] if open_loops else None
+                ex = _Exec(tag[2], loop=lx_open, pass_number=lx_open.passes if lx_open else 0)
                 self.if_execs.setdefault(tag[1], []).append(ex)
                 open_ifs.append((tag[1], ex))
             elif tag[0] == "join":
@@ -457,9 +465,15 @@ def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall,
     if not execs:
         missing = [_dcall(e, None) for e in _events_in(node.then + node.orelse) if e.telling]
         return answer("neither", "inlined" if inlined else "not_run", missing=missing)
-    if telling_labels(node.then) == telling_labels(node.orelse):
-        same = "indistinguishable" if telling_labels(node.then) else "no_evidence"
-        return answer("ambiguous" if same == "indistinguishable" else "unknown", same, executions=[])
+    if telling_labels(node.then) == telling_labels(node.orelse) and node.loop_flag is None:
+        if not telling_labels(node.then):
+            return answer("unknown", "no_evidence", executions=[])
+        costs = forced_costs(nodes) if forced_costs is not None and len(execs) == 1 else None
+        if costs is not None and costs["then"] == costs["else"]:
+            return answer("ambiguous", "tie", costs=costs, executions=[])
+        return answer("ambiguous", "indistinguishable", costs=costs, executions=[])
+    if node.loop_flag is not None and not any(ex.matched for ex in execs):
+        return _loop_flag_answer(node, execs, answer)
     results = [classify_run(node, ex.branch, bool(ex.matched)) for ex in execs]
     takens = {r[0] for r in results}
     if len(takens) == 1:
@@ -479,7 +493,19 @@ def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall,
         costs = forced_costs(nodes)
         if costs is not None and costs["then"] == costs["else"]:
             return answer("ambiguous", "tie", evidence, missing, costs, executions=[])
-    return answer(taken, reason, evidence, missing, costs, executions=executions)
+    return answer(taken, reason, evidence, missing, costs, executions=executions,
+                  passes=[r[0] if r[0] in ("then", "else") else "unknown" for r in results])
+
+
+def _loop_flag_answer(node: IfNode, execs: list[_Exec], answer) -> IfDiff:
+    """An ``if`` that only sets its loop's continue flag (``break``): every run followed by
+    another pass kept the loop going; the last run cannot tell (the loop may have ended anyway)."""
+    stop = node.loop_flag[0]
+    go = "else" if stop == "then" else "then"
+    passes = [go if ex.followed else "unknown" for ex in execs]
+    if "unknown" not in passes:
+        return answer(go, "present", executions=[go] * len(execs), passes=passes)
+    return answer("ambiguous", "no_evidence", executions=[], passes=passes)
 
 
 # --------------------------------------------------------------------- recursion

@@ -289,3 +289,165 @@ def test_package_names_are_lazy_and_callable():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['then', 'then'] True"
+
+
+# ------------------------------------------------------- one test per rule
+
+
+def both(case: str) -> list[DiffReport]:
+    return [diff_paths(*text_pair(case)), diff_paths(*archive_pair(case))]
+
+
+def top_ifs(report: DiffReport) -> list[tuple]:
+    fn = report.modules[0].script_function
+    return [(i.taken, i.reason) for i in report.ifs if i.module == "self" and i.function == fn]
+
+
+def test_nested_optional_branch_is_chosen_when_every_path_of_the_other_tells():
+    for report in both("diff_nested_optional"):  # 2-D input: neither flatten nor unsqueeze ran
+        assert top_ifs(report) == [("else", "absent"), ("else", "absent")]
+    for report in both("diff_nested_optional_3d"):
+        assert top_ifs(report) == [("else", "present"), ("then", "present")]
+
+
+def test_compiled_function_is_evidence_without_its_body():
+    text, archive = both("diff_functional_dropout")
+    (ans,) = text.ifs  # .code mode: __torch__.torch.nn.functional.dropout has no body here
+    assert (ans.taken, ans.reason) == ("then", "present")
+    assert [(e.call, e.trace_line) for e in ans.evidence] == [("__torch__.torch.nn.functional.dropout", 3)]
+    assert top_ifs(archive)[0] == ("then", "present")
+    assert top_ifs(diff_paths(*text_pair("diff_functional_relu"))) == [("else", "present")]
+
+
+def test_device_move_is_not_matched_to_a_dtype_conversion():
+    # x.cpu() traces as torch.to(x, dtype=6, layout=0, device=torch.device("cpu"))
+    for report in both("diff_device_cpu"):
+        (ans,) = report.ifs
+        assert (ans.taken, ans.reason) == ("then", "present")
+        assert [e.call for e in ans.evidence] == ["aten::cpu"]
+    for report in both("diff_device_dtype"):  # torch.to(x, 7): a dtype conversion
+        assert [(i.taken, [e.call for e in i.evidence]) for i in report.ifs] == [("else", ["aten::to"])]
+
+
+def test_a_value_dead_on_the_taken_path_costs_nothing():
+    # z = exp(x) feeds only the then branch; on the else path the tracer drops it
+    for report in both("diff_path_dead_else"):
+        (ans,) = report.ifs
+        assert (ans.taken, ans.reason) == ("else", "present")
+        assert ans.costs["else"] < ans.costs["then"]
+    for report in both("diff_path_dead_then"):
+        assert [(i.taken, i.reason) for i in report.ifs] == [("then", "present")]
+
+
+def test_a_tie_is_ambiguous_with_both_costs():
+    # the branches differ only in a literal the trace holds as CONSTANTS.c0
+    for report in both("diff_literal_tie"):
+        (ans,) = report.ifs
+        assert (ans.taken, ans.reason) == ("ambiguous", "tie")
+        assert ans.costs["then"] == ans.costs["else"] and ans.costs["then"] > 0
+        assert ans.executions == []
+
+
+def test_tracing_predicates_and_unused_stubs():
+    for report in both("diff_tracing_predicates"):
+        # is_tracing() (its then branch calls an @torch.jit.unused stub: a raise that is no
+        # evidence), not is_tracing(), torchvision's _is_tracing()
+        assert top_ifs(report) == [("then", "tracing_predicate"), ("else", "tracing_predicate"),
+                                   ("then", "tracing_predicate")]
+        assert sorted(c.call for c in report.lost_calls) == ["self.a.forward", "self.b.forward"]
+
+
+def test_inlined_submodule_method_counts_runs_per_call_and_is_not_lost():
+    text, archive = both("diff_inlined_method")
+    assert text.lost_calls == [] and archive.lost_calls == []  # the trace inlines self.proj.project
+    (ans,) = archive.ifs
+    assert (ans.module, ans.taken, ans.reason, ans.runs, ans.executions) == (
+        "self", "then", "present", 2, ["then", "then"])
+    assert ans.function.endswith("Projector.project")
+
+
+def test_scripted_helper_inside_a_trace_is_kept():
+    report = diff_paths(*archive_pair("diff_scripted_helper"))
+    (ans,) = report.ifs
+    assert (ans.function, ans.taken, ans.reason) == ("__torch__.clamp_or_relu", "kept", "kept")
+    assert report.modules[0].matched == 2  # the linear call and the helper's call itself
+
+
+def test_overloaded_forward_is_paired_by_signature():
+    report = diff_paths(*archive_pair("diff_lstm"))
+    lstm = [m for m in report.modules if m.module == "self.lstm"]
+    assert [(m.script_function.rsplit(".", 1)[-1], m.trace_function.rsplit(".", 1)[-1]) for m in lstm] == [
+        ("forward__0", "forward")]
+    assert report.lost_calls == []
+    # an archive of the LSTM alone: its forward__0, never an unrelated free function
+    from codeparse.diffsides import pick_overload
+    side = load_side(archive_pair("diff_lstm")[0])
+    cls, _ = side.classes["__torch__.torch.nn.modules.rnn.LSTM"]
+    trace_side = load_side(archive_pair("diff_lstm")[1])
+    t_cls, _ = trace_side.classes[next(n for n in trace_side.classes if n.endswith("LSTM"))]
+    t_forward = trace_side.method_of(t_cls, "forward")
+    overloads = [m for m in cls.methods if m.name.startswith("forward__")]
+    assert pick_overload(overloads, t_forward).name == "forward__0"
+
+
+def test_if_inside_a_loop_is_mixed_with_per_pass_answers():
+    for report in both("diff_loop_if"):
+        (ans,) = report.ifs
+        assert (ans.taken, ans.reason, ans.runs) == ("mixed", "mixed", 4)
+        assert ans.executions == ans.passes == ["then", "else", "then", "else"]
+
+
+def test_loop_carried_flag_is_else_whenever_another_pass_followed():
+    for report in both("diff_loop_break"):  # breaks on the second of 4 passes
+        (ans,) = report.ifs
+        assert (ans.taken, ans.reason, ans.runs, ans.passes) == ("ambiguous", "no_evidence", 2, ["else", "unknown"])
+        assert [lp.iterations for lp in report.unrolled_loops] == [2]
+
+
+def test_mismatched_inputs_are_cp224_in_one_line(capsys):
+    report = diff_paths(text_pair("custom_model")[0], text_pair("diff_lstm")[1])
+    assert [d.code for d in report.diagnostics] == ["CP224"]
+    assert main(["diff", text_pair("custom_model")[0], text_pair("diff_lstm")[1]]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        f"{text_pair('diff_lstm')[1]}: CP224 only 0 of 1 trace calls (0%) match the script: "
+        "the script and the trace are not of the same model (or the trace is of a wrapper)"]
+    assert diff_paths(*text_pair("custom_model")).diagnostics == []
+
+
+def test_rows_name_the_original_source_line_and_resolved_condition(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    report = diff_paths(*archive_pair("custom_model"))
+    first = report.ifs[0]
+    assert (first.origin.path, first.origin.line) == ("fixtures/models.py", 65)
+    assert first.condition == "_2" and first.resolved.startswith("bool(torch.eq(torch.remainder(")
+    assert main(["diff", *archive_pair("custom_model"), "--no-color"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[1].startswith("4 ifs: ") or "ifs: " in lines[1]  # the summary comes first
+    assert "models.py:65" in out and "bool(torch.eq(torch.remainder(" in out
+
+
+def test_only_and_module_filters(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["diff", *archive_pair("custom_model"), "--only", "lost", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ifs"] == [] and len(data["lost_calls"]) == 3 and data["summary"]["lost_calls"] == 3
+    assert main(["diff", *archive_pair("known_cell_gate_else"), "--module", "self.dg", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {i["module"] for i in data["ifs"]} == {"self.dg"}
+    assert main(["diff", *archive_pair("custom_model"), "--only", "frozen", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {i["taken"] for i in data["ifs"]} <= {"then", "else", "mixed"} and data["lost_calls"] == []
+
+
+def test_library_internals_repeated_per_instance_are_grouped(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    report = diff_paths(*archive_pair("custom_model"))
+    library = [i for i in report.ifs if i.function.startswith("__torch__.torch.")]
+    assert len(library) > len({(i.function.split("___torch_mangle_")[0], i.condition) for i in library}) or library
+    main(["diff", *archive_pair("custom_model"), "--no-color"])
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if " alike)" in ln]
+    assert rows, out

@@ -43,7 +43,7 @@ HOSTILE = [
 ]
 # Fields whose values are closed sets (Literal) or numbers as strings: left as they are.
 CLOSED = {"code", "name", "severity", "kind", "taken", "reason", "grammar", "category", "role",
-          "node", "fail_on", "layout", "type", "source", "executions", "target", "verdict"}
+          "node", "fail_on", "layout", "type", "source", "executions", "target", "verdict", "passes"}
 
 
 def hostile(data: Any, counter: list[int] | None = None, key: str = "") -> Any:
@@ -171,7 +171,7 @@ def diff_strings(report: DiffReport) -> Iterable[str]:
     yield report.script
     yield report.trace
     for i in report.ifs:
-        yield i.condition
+        yield i.resolved or i.condition  # the table shows the resolved condition
         yield i.module
     for c in report.lost_calls:
         yield c.call
