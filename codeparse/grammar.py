@@ -1,7 +1,13 @@
 """Loading, checking and compiling the versioned grammars in ``grammars/``.
 
 A grammar is data (``grammars/torchscript-v2.toml``); this module is the engine that
-turns it into compiled ``regex`` patterns.  Pieces in ``[patterns]`` are UPPER_SNAKE
+turns it into compiled patterns: the standard library's ``re`` where a pattern needs
+no ``regex`` feature (it is several times faster, to compile and to match), ``regex``
+where it does (recursive sub-patterns, repeated captures, a match timeout).  The
+statement rules of a line are tried through one *master pattern* per keyword bucket:
+an ``re`` alternation of every rule (in file order), each rule as itself or, when it
+needs ``regex``, as its ``classify`` pattern (a looser ``re`` pattern that matches every
+line the rule matches); ``lastgroup`` names the first rule that can match.  Pieces in ``[patterns]`` are UPPER_SNAKE
 names composed by ``{NAME}`` references; an all-caps name can never be a regex
 quantifier, so ``{NAME}`` is unambiguous.  Sub-patterns in ``[recursive]`` are called
 with ``(?&name)``; each compiled pattern gets a ``(?(DEFINE)...)`` block holding every
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,29 +87,48 @@ def grammar_dir() -> Path:
 class _Lazy:
     """A pattern whose references are resolved; compiled (and checked) on first use.
 
-    Start-up matters (``codeparse parse x.code`` should take well under 0.2 s) and
-    the `regex` compiler is written in Python, so a text pays only for the rules it
-    uses.  ``Grammar.compile_all()`` compiles everything: ``load_grammar_file``,
+    Start-up matters (``codeparse parse x.code`` should take well under 0.15 s) and
+    the `regex` compiler is slow, so a text pays only for the rules it uses, and
+    :meth:`get` gives the standard library's ``re`` pattern whenever the source
+    compiles there (possessive quantifiers and atomic groups do since Python 3.11).
+    :meth:`get_regex` always gives the ``regex`` pattern (match timeouts).
+    ``Grammar.compile_all()`` compiles everything: ``load_grammar_file``,
     ``codeparse grammars`` and the test suite call it.
     """
 
-    __slots__ = ("source", "where", "path", "non_empty", "_compiled")
+    __slots__ = ("source", "where", "path", "non_empty", "_compiled", "_regex")
 
     def __init__(self, source: str, where: str, path: Path, non_empty: bool = False):
         self.source, self.where, self.path, self.non_empty = source, where, path, non_empty
         self._compiled = None
+        self._regex = None
 
     def get(self) -> Any:
+        """The ``re`` pattern when the source needs no ``regex`` feature, else the ``regex`` one."""
         compiled = self._compiled
+        if compiled is None:
+            try:
+                compiled = re.compile(self.source)
+            except (re.error, RecursionError, OverflowError):
+                compiled = self.get_regex()
+            self._check(compiled)
+            self._compiled = compiled
+        return compiled
+
+    def get_regex(self) -> Any:
+        compiled = self._regex
         if compiled is None:
             try:
                 compiled = regex.compile(self.source, _FLAGS)
             except regex.error as exc:
                 raise GrammarError(f"{self.path}: {self.where}: uncompilable pattern: {exc}") from None
-            if self.non_empty and compiled.fullmatch("") is not None:
-                raise GrammarError(f"{self.path}: {self.where}: pattern matches the empty string")
-            self._compiled = compiled
+            self._check(compiled)
+            self._regex = compiled
         return compiled
+
+    def _check(self, compiled: Any) -> None:
+        if self.non_empty and compiled.fullmatch("") is not None:
+            raise GrammarError(f"{self.path}: {self.where}: pattern matches the empty string")
 
 
 class _LazySection(dict):
@@ -114,25 +140,124 @@ class _LazySection(dict):
     def compile_all(self) -> None:
         for lazy in self.values():
             lazy.get()
+            lazy.get_regex()
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
 class Statement:
-    """One statement rule; ``pattern`` is compiled on first use."""
+    """One statement rule; its patterns are compiled on first use.
 
-    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy")
+    ``pattern`` is the ``regex`` pattern (matched with a timeout on very long lines);
+    ``fast`` the same rule as ``re`` compiles it when it can (else the ``regex`` one);
+    ``classify`` the source of the rule's alternative in the master pattern.
+    """
+
+    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index")
 
     def __init__(self, name: str, emits: str, keyword: Optional[str], block: bool,
-                 empty_block: bool, lazy: _Lazy):
+                 empty_block: bool, lazy: _Lazy, classify: Optional[str] = None, index: int = 0):
         self.name = name
         self.emits = emits
         self.keyword = keyword  # tried only on lines whose first word is this
         self.block = block
         self.empty_block = empty_block  # the block may be empty (a class with no body)
         self._lazy = lazy
+        self.classify = classify  # an `re` source matching every line the rule matches
+        self.index = index  # position in the grammar file
 
     @property
     def pattern(self) -> Any:
+        return self._lazy.get_regex()
+
+    @property
+    def fast(self) -> Any:
         return self._lazy.get()
+
+    def master_source(self) -> str:
+        """This rule's alternative in a master pattern: itself without its group
+        names when ``re`` compiles it, else its ``classify`` pattern."""
+        if self.classify is not None:
+            return self.classify
+        return _NAMED_GROUP.sub("(?:", self._lazy.source)
+
+
+class Master:
+    """The statement rules of one keyword bucket, classified by ``re`` alternations.
+
+    :meth:`first` gives the index in ``rules`` of the first rule whose alternative
+    matches, or None when no rule can match.  The rules with this bucket's keyword
+    form one alternation; the rules without a keyword form another, compiled once per
+    grammar and shared by every bucket; of the two answers the earlier rule in file
+    order wins.  A rule classified by its ``classify`` pattern is then matched
+    exactly, and so are the rules after it when it does not match.
+    """
+
+    __slots__ = ("rules", "_own", "_own_index", "_generic", "_generic_index", "_path")
+
+    def __init__(self, rules: tuple[Statement, ...], path: Path, generic: Optional["Master"] = None):
+        self.rules = rules
+        self._path = path
+        own = tuple(i for i, r in enumerate(rules) if generic is None or r.keyword is not None)
+        self._own_index = own
+        self._own = _Alternation(tuple(rules[i] for i in own), path)
+        self._generic = generic
+        self._generic_index = tuple(i for i, r in enumerate(rules) if r.keyword is None) if generic else ()
+
+    def first(self, text: str, pos: int, endpos: int) -> Optional[int]:
+        found = None
+        if self._own_index:
+            m = self._own.pattern().match(text, pos, endpos)
+            if m is not None:
+                found = self._own_index[int(m.lastgroup[1:])]
+        if self._generic is not None and (found is None or found > self._generic_index[0]):
+            m = self._generic._own.pattern().match(text, pos, endpos)
+            if m is not None:
+                index = self._generic_index[int(m.lastgroup[1:])]
+                if found is None or index < found:
+                    found = index
+        return found
+
+    def pattern(self) -> None:
+        """Compile (and check) the alternations now."""
+        self._own.pattern()
+        if self._generic is not None:
+            self._generic._own.pattern()
+
+
+class _Alternation:
+    """Rules as one ``re`` alternation, one named group ``_<i>`` per rule."""
+
+    __slots__ = ("rules", "_pattern", "_path")
+
+    def __init__(self, rules: tuple[Statement, ...], path: Path):
+        self.rules = rules
+        self._pattern = None
+        self._path = path
+
+    def pattern(self) -> Any:
+        compiled = self._pattern
+        if compiled is None:
+            source = "|".join(f"(?P<_{i}>{rule.master_source()})" for i, rule in enumerate(self.rules))
+            try:
+                compiled = re.compile(source)
+            except re.error as exc:
+                bad = next((r.name for r in self.rules if not _compiles(r.master_source())), "?")
+                raise GrammarError(
+                    f"{self._path}: rule '{bad}': the master pattern needs every rule in `re` "
+                    f"(give a rule that needs `regex` a `classify` pattern): {exc}"
+                ) from None
+            self._pattern = compiled
+        return compiled
+
+
+def _compiles(source: str) -> bool:
+    try:
+        re.compile(source)
+    except re.error:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -169,14 +294,32 @@ class Grammar:
     detect_absent: tuple[Any, ...] = ()
     detect_present: tuple[Any, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    _masters: dict[Optional[str], Master] = field(default_factory=dict, repr=False)
 
     def timeout(self) -> float:
         return float(self.limits["match_timeout"])
+
+    def master(self, keyword: Optional[str]) -> Master:
+        """The master pattern of the rules a line starting with ``keyword`` tries."""
+        found = self._masters.get(keyword)
+        if found is None:
+            generic = self._masters.get(None)
+            if generic is None:
+                generic = self._masters[None] = Master(self.generic_rules, self.path)
+            if keyword in self.rules_by_keyword:
+                found = Master(self.rules_by_keyword[keyword], self.path, generic if self.generic_rules else None)
+            else:
+                found = generic
+            self._masters[keyword] = found
+        return found
 
     def compile_all(self) -> "Grammar":
         """Compile and check every pattern now (they are otherwise compiled on first use)."""
         for rule in self.statements:
             rule.pattern
+            rule.fast
+        for keyword in (None, *self.rules_by_keyword):
+            self.master(keyword).pattern()
         for section in (self.lines, self.fragments, self.scan, self.expression):
             section.compile_all()
         return self
@@ -284,9 +427,14 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
         if keyword is not None and not raw["pattern"].startswith(keyword):
             raise GrammarError(f"{path}: {where}: pattern does not begin with its keyword {keyword!r}")
         pattern = comp.lazy(f"(?:{raw['pattern']}){end}", where, non_empty=True)
+        classify = None
+        if "classify" in raw:
+            classify = comp.with_defines(comp.expand(f"(?:{raw['classify']}){end}", where + " classify"), where)
+            if not _compiles(classify):
+                raise GrammarError(f"{path}: {where}: its classify pattern does not compile with `re`")
         rules.append(
             Statement(name, emits, keyword, bool(raw.get("block", False)),
-                      bool(raw.get("empty_block", False)), pattern)
+                      bool(raw.get("empty_block", False)), pattern, classify, index)
         )
     # One match per rule, in file order (one combined alternation would be slower:
     # `regex` saves every capture group on each recursive call).
@@ -353,11 +501,12 @@ def _load(path: Path) -> Grammar:
         fragments=section("fragments"),
         scan=section("scan"),
         expression=section("expression"),
+        # Compiled once per process (the grammar is cached per id): `re` when it can.
         detect_absent=tuple(
-            comp.compile(p, "detect.requires_absent") for p in detect.get("requires_absent", ())
+            comp.lazy(p, "detect.requires_absent").get() for p in detect.get("requires_absent", ())
         ),
         detect_present=tuple(
-            comp.compile(p, "detect.requires_present") for p in detect.get("requires_present", ())
+            comp.lazy(p, "detect.requires_present").get() for p in detect.get("requires_present", ())
         ),
         raw=data,
     )

@@ -1,8 +1,11 @@
 """The parser: code text to a tree of statements, by indentation.
 
 Each physical line is split by the grammar's ``[lines].physical`` pattern into its
-indentation and text; the text is matched against the grammar's statement rules (one
-combined alternation, first rule in file order wins).  A rule may consume several
+indentation and text; the text is matched against the grammar's statement rules, first
+rule in file order wins: one match of the grammar's master pattern (an ``re``
+alternation of the rules, see :class:`codeparse.grammar.Master`) names the rule, every
+match bounded to the statement's logical line.  Lines longer than the grammar's
+``timeout_line_length`` are matched rule by rule with ``regex`` under ``match_timeout``.  A rule may consume several
 physical lines (a ``def`` with its parameters on continuation lines).  Blocks follow
 indentation, as in CPython's tokenizer: an indent opens the block of the statement
 before it, a dedent closes blocks back to a matching column.
@@ -112,7 +115,9 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     limits = grammar.limits
     max_depth = int(limits["max_block_depth"])
     max_len = int(limits["max_line_length"])
+    fast_len = int(limits.get("timeout_line_length", 10_000))
     timeout = grammar.timeout()
+    masters: dict = {}  # first word -> its master pattern
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
@@ -173,20 +178,34 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 report("CP111", pos, indent_end, column=column + 1)
 
         word = first_word(text, indent_end, text_end)
-        rules = by_keyword.get(word.group(), generic) if word else generic
+        key = word.group() if word else None
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.
         stop = logical_end(indent_end, text_end, column)
         m = rule = None
-        try:
-            for rule in rules:
-                m = rule.pattern.match(text, indent_end, stop, timeout=timeout)
-                if m is not None:
-                    break
-        except TimeoutError:
-            report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
-            pos = next_pos
-            continue
+        if stop - indent_end <= fast_len:
+            master = masters.get(key)
+            if master is None:
+                master = masters[key] = grammar.master(key)
+            first = master.first(text, indent_end, stop)
+            if first is not None:
+                # The first rule that can match; a rule classified by a looser pattern
+                # may still fail, and then the rules after it are tried in order.
+                for rule in master.rules[first:]:
+                    m = rule.fast.match(text, indent_end, stop)
+                    if m is not None:
+                        break
+        else:
+            rules = by_keyword.get(key, generic) if key else generic
+            try:
+                for rule in rules:
+                    m = rule.pattern.match(text, indent_end, stop, timeout=timeout)
+                    if m is not None:
+                        break
+            except TimeoutError:
+                report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
+                pos = next_pos
+                continue
         if m is None or unbalanced(indent_end, m.end()):
             excerpt = _excerpt(text[indent_end:text_end])
             if m is None:
