@@ -86,28 +86,43 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     balanced = grammar.lines["balanced"].fullmatch
     pairs = grammar.bracket_pairs
 
+    def excess(start: int, end: int) -> tuple[int, bool]:
+        """Opening minus closing brackets in ``text[start:end]``, and whether every
+        pair's counts are equal (one C-level count per bracket)."""
+        count = text.count
+        total, even = 0, True
+        for o, c in pairs:
+            d = count(o, start, end) - count(c, start, end)
+            if d:
+                total, even = total + d, False
+        return total, even
+
     def unbalanced(start: int, end: int) -> bool:
         # Equal counts per pair settle it cheaply; unequal counts may still come from
         # brackets inside strings, which the grammar's `balanced` pattern skips.
-        count = text.count
-        if all(count(o, start, end) == count(c, start, end) for o, c in pairs):
+        if excess(start, end)[1]:
             return False
         return balanced(text, start, end, timeout=timeout) is None
-    def logical_end(start: int, end: int, column: int) -> int:
-        # A statement continues on the next physical lines while its brackets are
-        # open and those lines are indented past it (a signature's parameters);
-        # the extension stops at the first line that is not, so it stays linear.
-        count = text.count
-        depth = sum(count(o, start, end) - count(c, start, end) for o, c in pairs)
+
+    def logical_end(start: int, end: int, column: int) -> tuple[int, bool]:
+        """The end of the statement starting at ``start`` on the line ending at ``end``,
+        and whether that line's brackets pair up by count.
+
+        A statement continues on the next physical lines while its brackets are
+        open and those lines are indented past it (a signature's parameters);
+        the extension stops at the first line that is not, so it stays linear."""
+        depth, even = excess(start, end)
+        if even:
+            return end, True
         if depth <= 0 or balanced(text, start, end, timeout=timeout) is not None:
-            return end
+            return end, False
         while depth > 0 and end < size:
             nxt = physical(text, end + 1)
             if nxt.end("indent") - (end + 1) <= column:
                 break
             line_start, end = end + 1, nxt.end("text")
-            depth += sum(count(o, line_start, end) - count(c, line_start, end) for o, c in pairs)
-        return end
+            depth += excess(line_start, end)[0]
+        return end, False
 
     first_word = grammar.fragments["identifier"].match
     by_keyword = grammar.rules_by_keyword
@@ -181,7 +196,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         key = word.group() if word else None
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.
-        stop = logical_end(indent_end, text_end, column)
+        stop, even = logical_end(indent_end, text_end, column)
         m = rule = None
         if stop - indent_end <= fast_len:
             master = masters.get(key)
@@ -206,7 +221,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
                 pos = next_pos
                 continue
-        if m is None or unbalanced(indent_end, m.end()):
+        if m is None or (not (even and m.end() == stop) and unbalanced(indent_end, m.end())):
             excerpt = _excerpt(text[indent_end:text_end])
             if m is None:
                 report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=excerpt)
