@@ -116,7 +116,7 @@ def test_each_input_shows_the_findings_check_gives():
     for n, ((path, problem), want) in enumerate(zip(inputs, expected)):
         view = collect_input(f"a{n}", path, policy, highlight_lines, problem)
         assert (view.kind, view.readable) == (want.kind, want.readable), path
-        assert [(f.code, f.message, f.line) for f in view.findings] == [
+        assert [(f.code, f.message, f.line) for f in view.findings if f.checked] == [
             (f.code, f.message, f.span.line if f.span else None) for f in want.findings], path
         kinds.add(view.kind)
     assert {"archive", "code", "checkpoint", "pickle", "pt2", "lfs_pointer"} <= kinds
@@ -136,3 +136,18 @@ def test_target_export_shows_the_verdict_and_loop_conditions(tmp_path):
     assert main(["report", str(archive), "-o", str(out2)]) == 0
     html2 = out2.read_text(encoding="utf-8")
     assert 'class="verdict' not in html2 and 'data-code="CP401"' not in html2
+
+
+def test_unreached_ifs_are_listed_apart_from_what_check_reports():
+    """check reports conditions that forward reaches; the report lists the others too,
+    marked, so that "reachable only" has something to hide (ExportedMethods.describe)."""
+    from codeparse.models import Policy
+    from codeparse.report.data import collect_input
+    from codeparse.report.highlight import highlight_lines
+
+    view = collect_input("a0", str(ROOT / "fixtures" / "archives" / "exported_method.script.pt"), Policy(),
+                         highlight_lines)
+    unreached = [f for f in view.findings if not f.reachable]
+    assert [(f.code, f.line, f.checked) for f in unreached] == [("CP205", 13, False)]
+    assert all(f.checked and f.reachable for f in view.findings if f not in unreached)
+    assert sum(view.severities.values()) == len(view.findings) - 1

@@ -223,6 +223,19 @@ def test_filters_and_search_narrow_the_findings_table(pages, open_report, shots)
     page.screenshot(path=str(shots / "findings.png"))
 
 
+def test_reachable_only_hides_findings_forward_never_reaches(pages, open_report):
+    page = open_report(pages("exported", ARCHIVES / "exported_method.script.pt")).page
+    section = page.locator(".findings").first
+    rows = section.locator("tr.frow")
+    assert rows.count() == 3
+    unreached = section.locator("tr.frow", has=page.locator(".unreached"))
+    assert unreached.count() == 1 and "CP205" in unreached.inner_text()
+    section.locator(".f-reachable").check()
+    assert section.locator("tr.frow:not([hidden])").count() == 2
+    assert not unreached.is_visible()
+    assert section.locator(".count").inner_text() == "2 of 3"
+
+
 def test_links_from_findings_to_lines_and_back(pages, open_report):
     w = open_report(pages("custom_model", ARCHIVES / "custom_model.script.pt"))
     page = w.page

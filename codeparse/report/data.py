@@ -58,6 +58,7 @@ class FindingView:
     origin: Optional[str] = None  # `model.py:65`
     related: list[str] = field(default_factory=list)  # original lines of the definitions that decide it
     reachable: bool = True
+    checked: bool = True  # listed by `check` (False: an if forward never reaches, shown for completeness)
 
 
 @dataclass
@@ -438,6 +439,31 @@ def _tree(archive: Archive, file_ids: dict[str, str]) -> tuple[Optional[TreeNode
     return tree, calls
 
 
+def _with_unreached(findings: list[Finding], archive: Archive, policy: Policy) -> list[Finding]:
+    """``check``'s findings plus the condition findings of ifs that ``forward`` never reaches
+    (``check`` leaves those out; the table shows them marked, and "reachable only" hides them)."""
+    from ..check import selected
+    from ..resolve import condition_finding
+
+    if policy.target != "trace" or not archive.reachable:
+        return findings  # export findings cover reachable code only; no entry point: all reachable
+    live = set(archive.reachable)
+    extra = []
+    for cf in archive.files:
+        origins = {line: (o.path, o.line) for line, o in archive.source_map.get(cf.path, {}).items()}
+        for fn in _functions(cf):
+            if fn.qualified_name in live:
+                continue
+            for if_ in fn.ifs:
+                f = condition_finding(cf.path, fn.qualified_name, if_, origins)
+                if selected(f.code, policy):
+                    extra.append(f)
+    if not extra:
+        return findings
+    rank = {cf.path: i for i, cf in enumerate(archive.files)}
+    return sorted(findings + extra, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
+
+
 def _export_rows(verdict: Any) -> Optional[dict]:
     """The export verdict of ``check --target export`` (``InputReport.export``) for the summary."""
     if verdict is None:
@@ -519,12 +545,18 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
     file_ids = {cf.path: f"{input_id}f{n}" for n, cf in enumerate(files)}
     fn_live, line_live = _reachability(files, archive)
     view.findings = []
-    for n, f in enumerate(report.findings):
+    shown = list(report.findings)
+    if archive is not None:
+        shown = _with_unreached(shown, archive, policy)
+    listed = {id(f) for f in report.findings}
+    for n, f in enumerate(shown):
         fv = _finding_view(f, f"{input_id}F{n}", path, file_ids)
+        fv.checked = id(f) in listed
         if fv.line is not None:
             fv.reachable = line_live(f.path, fv.line)
         view.findings.append(fv)
-    view.severities = {s: sum(1 for f in view.findings if f.severity == s) for s in SEVERITIES}
+    # Counted as check counts them: what forward reaches (the unreached rows are extra).
+    view.severities = {s: sum(1 for f in report.findings if f.severity == s) for s in SEVERITIES}
     view.files = _file_views(input_id, files, texts, path, view.findings, origins, line_text, fn_live, highlight)
     counts: dict[str, list[int]] = {k: [0, 0] for k in KINDS}
     for fv in view.files:
