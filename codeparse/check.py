@@ -58,6 +58,10 @@ _KEYS = {
     "max-ratio": "max_ratio", "max_ratio": "max_ratio",
     "max-debug-chars": "max_debug_chars", "max_debug_chars": "max_debug_chars",
     "target": "target",
+    "exclude": "exclude", "extend-exclude": "extend_exclude", "extend_exclude": "extend_exclude",
+    "per-file-ignores": "per_file_ignores", "per_file_ignores": "per_file_ignores",
+    "baseline": "baseline", "source-root": "source_root", "source_root": "source_root",
+    "include-library": "include_library", "include_library": "include_library",
 }
 
 
@@ -132,6 +136,24 @@ def policy_with(policy: Policy, where: str = "command line", **changes: Any) -> 
         elif key.startswith("max_"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PolicyError(f"{where}: {key.replace('_', '-')} must be a positive integer")
+        elif key in ("exclude", "extend_exclude"):
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise PolicyError(f"{where}: {key.replace('_', '-')} must be a list of globs")
+            value = list(value)
+        elif key == "per_file_ignores":
+            if not isinstance(value, dict) or not all(isinstance(v, (list, tuple)) for v in value.values()):
+                raise PolicyError(f"{where}: per-file-ignores must map globs to lists of codes")
+            value = {str(glob): _codes(codes, where) for glob, codes in value.items()}
+        elif key in ("baseline", "source_root"):
+            if not isinstance(value, str) or not value:
+                raise PolicyError(f"{where}: {key.replace('_', '-')} must be a path")
+            if where != "command line" and not Path(value).is_absolute():
+                value = str(Path(where).parent / value)  # relative to the pyproject.toml that names it
+        elif key == "include_library":
+            if not isinstance(value, bool):
+                raise PolicyError(f"{where}: include-library must be true or false")
         else:
             raise PolicyError(f"{where}: unknown policy field {key!r}")
         data[key] = value
@@ -173,7 +195,22 @@ def _walk_entry(f: Path, models_only: bool = False) -> Optional[tuple[str, Optio
     return (str(f), NOT_A_MODEL) if suffix in MODEL_SUFFIXES else None
 
 
-def expand_inputs(paths: Iterable[str], models_only: bool = False) -> list[tuple[str, Optional[str]]]:
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    """Whether a glob matches ``path``: the whole path, or any run of its folders / name
+    (``vendor`` matches ``a/vendor/b.pt``; ``*.pkl`` matches ``x/y.pkl``)."""
+    import fnmatch
+
+    path = path.replace("\\", "/")
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if (fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, f"*/{pattern}")
+                or fnmatch.fnmatchcase(path, f"{pattern}/*") or fnmatch.fnmatchcase(path, f"*/{pattern}/*")):
+            return True
+    return False
+
+
+def expand_inputs(paths: Iterable[str], models_only: bool = False,
+                  exclude: Iterable[str] = ()) -> list[tuple[str, Optional[str]]]:
     """``(path, problem)`` for every input: directories are walked recursively (sorted)
     for model files (recognised by their bytes, :mod:`codeparse.filekind`) and ``.code``
     files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input."""
@@ -185,7 +222,12 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False) -> list[tuple
         p = Path(raw)
         if p.is_dir():
             found = []
+            from .models import DEFAULT_EXCLUDE
+
+            skip = [*DEFAULT_EXCLUDE, *exclude]
             for f in sorted(p.rglob("*")):
+                if matches(str(f.relative_to(p)), skip) or (exclude and matches(str(f), exclude)):
+                    continue
                 if not f.is_file():
                     continue
                 entry = _walk_entry(f, models_only)
@@ -340,7 +382,8 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     """
     if policy is None:
         policy = load_policy()
-    inputs = expand_inputs((os.fspath(p) for p in paths), models_only=scan_only)
+    inputs = expand_inputs((os.fspath(p) for p in paths), models_only=scan_only,
+                           exclude=[*policy.exclude, *policy.extend_exclude])
     reports: list[InputReport] = []
     stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
     if stdin is not None:
@@ -361,7 +404,46 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
             reports.append(report)
             if progress is not None:
                 progress(report)
-    return make_report(reports, policy)
+    return make_report(adjust(reports, policy), policy)
+
+
+def is_library(finding: Finding) -> bool:
+    """In torch's own library code: an entry under ``__torch__/torch/`` whose original
+    source (when recorded) lies under a ``torch/`` folder."""
+    if "!" not in finding.path or "/__torch__/torch/" not in finding.path.split("!", 1)[1]:
+        return False
+    return finding.origin is None or "/torch/" in "/" + finding.origin.path.replace("\\", "/")
+
+
+def adjust(reports: list[InputReport], policy: Policy) -> list[InputReport]:
+    """Mark library findings; drop the excluded, the per-file-ignored and the baselined ones."""
+    from .baseline import apply_baseline, load_baseline
+
+    remaining = load_baseline(policy.baseline) if policy.baseline else None
+    exclude = [*policy.exclude, *policy.extend_exclude]
+    out = []
+    for report in reports:
+        if not report.readable or not report.findings:
+            out.append(report)
+            continue
+        kept = []
+        for f in report.findings:
+            places = [f.path, f.path.split("!", 1)[1] if "!" in f.path else f.path]
+            if f.origin is not None:
+                places.append(f.origin.path)
+            if exclude and any(matches(p, exclude) for p in places[1:]):
+                continue
+            ignored = [c for glob, codes in policy.per_file_ignores.items() if any(matches(p, [glob]) for p in places)
+                       for c in codes]
+            if ignored and any(f.code.startswith(c) for c in ignored):
+                continue
+            if is_library(f):
+                f = f.model_copy(update={"library": True})
+            kept.append(f)
+        if remaining is not None:
+            kept = apply_baseline(kept, remaining)
+        out.append(report.model_copy(update={"findings": kept}))
+    return out
 
 
 def make_report(reports: list[InputReport], policy: Policy) -> Report:

@@ -24,6 +24,7 @@ import click
 import codeparse
 
 from . import render
+from .cli_output import opened, output_options
 from .api import decode_text
 from .grammar import GrammarError, available_grammars, load_grammar
 from .plain import view
@@ -228,22 +229,17 @@ def cli() -> None:
 
 @cli.command("parse")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(render.FORMATS),
-    default="table",
-    show_default=True,
-    help="table for people; json (one array) or jsonl (one CodeFile per line) for tools.",
-)
+@output_options(render.FORMATS, "table", "table for people; json (one array) or jsonl (one CodeFile per line) for tools.")
 @click.option("--grammar", "grammar_id", metavar="ID", default=None, help="Force a grammar (see `codeparse grammars`).")
 @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
-def parse_command(paths: tuple[str, ...], fmt: str, grammar_id: Optional[str], color: Optional[bool]) -> int:
+def parse_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], grammar_id: Optional[str],
+                  color: Optional[bool]) -> int:
     """Parse code text files, directories of them (.code, .py), or - for stdin.
 
     Exit status: 0 all read and understood, 1 diagnostics, 2 an input could not be read.
     """
-    return run_parse(paths, fmt, grammar_id, sys.stdout, sys.stderr, color=color)
+    with opened(output_file) as out:
+        return run_parse(paths, fmt, grammar_id, out, sys.stderr, color=color if output_file is None else False)
 
 
 def _model_names() -> list[str]:
@@ -290,15 +286,9 @@ def schema_command(model_name: str) -> int:
 
 
 @cli.command("grammars")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@output_options(("table", "json"), "table")
 @click.option("--color/--no-color", default=None)
-def grammars_command(fmt: str, color: Optional[bool]) -> int:
+def grammars_command(fmt: str, output_file: Optional[str], color: Optional[bool]) -> int:
     """List the grammars shipped: id, torch versions, version records, detection."""
     try:
         infos = available_grammars()
@@ -307,10 +297,11 @@ def grammars_command(fmt: str, color: Optional[bool]) -> int:
     except GrammarError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return EXIT_ERROR
-    if fmt == "json":
-        sys.stdout.write(render.render_grammars_json(infos) + "\n")
-    else:
-        render.render_grammars_table(infos, sys.stdout, color=color)
+    with opened(output_file) as out:
+        if fmt == "json":
+            out.write(render.render_grammars_json(infos) + "\n")
+        else:
+            render.render_grammars_table(infos, out, color=color if output_file is None else False)
     return EXIT_OK
 
 

@@ -19,9 +19,9 @@ from typing import Any, Optional, TextIO
 
 import click
 
-__all__ = ["register", "run_check", "FORMATS"]
+__all__ = ["register", "run_check", "FORMATS", "render_table"]
 
-FORMATS = ("table", "json", "jsonl", "sarif")
+FORMATS = ("table", "concise", "json", "jsonl", "sarif", "github")
 
 
 def _progress(total: int, err: TextIO):
@@ -36,7 +36,8 @@ def _progress(total: int, err: TextIO):
     return bar
 
 
-def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: Optional[int] = None) -> None:
+def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: Optional[int] = None,
+                 include_library: bool = False, quiet: bool = False) -> None:
     """Findings as ``path:line:col`` rows, with the original source line when known.
 
     Every string from the input (paths, messages, origins) passes
@@ -51,8 +52,13 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     tty = getattr(out, "isatty", lambda: False)()
     console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
                       width=width or (None if tty else 200))
+    from .reporters import library_summary
+
     style = {"error": "bold red", "warning": "yellow", "info": "dim"}
     for item in report.inputs:
+        findings = [f for f in item.findings if include_library or not f.library]
+        if quiet and not findings:
+            continue
         head = f"{item.path} ({item.kind}"
         if not item.readable:
             head += ", unreadable)"
@@ -65,9 +71,10 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
         else:
             head += ")"
         console.print(Text(for_text(head), style="bold"))
-        if not item.findings:
+        if not findings:
             if item.kind != "other":
-                console.print("  no findings")
+                hidden = len(item.findings)
+                console.print(f"  {hidden} finding(s) in torch's library code" if hidden else "  no findings")
             continue
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))
         table.add_column("where", overflow="fold")
@@ -75,7 +82,7 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
         table.add_column("severity")
         table.add_column("message", overflow="fold")
         table.add_column("source", overflow="fold")
-        for f in item.findings:
+        for f in findings:
             where = f.path
             if f.path.startswith(item.path + "!"):
                 where = f.path[len(item.path) + 1:]
@@ -93,6 +100,11 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
             from .export import verdict_line
 
             console.print(Text(for_text(verdict_line(item.path, item.export)), style="bold"))
+    summary = None if include_library else library_summary(report)
+    if summary:
+        console.print(Text(summary, style="dim"))
+    if quiet:
+        return
     counts = report.counts
     console.print(
         f"{len(report.inputs)} input(s): {counts['error']} error(s), {counts['warning']} warning(s), "
@@ -100,11 +112,49 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     )
 
 
+def _write_report(report: Any, fmt: str, out: TextIO, color: Optional[bool], statistics: bool,
+                  quiet: bool) -> None:
+    policy = report.policy
+    if statistics:
+        from .reporters import render_statistics, statistics as stats
+
+        if fmt in ("json", "jsonl", "sarif"):
+            out.write(json.dumps(stats(report), indent=2) + "\n")
+        else:
+            render_statistics(report, out)
+        return
+    if fmt == "json":
+        out.write(report.model_dump_json(indent=2) + "\n")
+    elif fmt == "jsonl":
+        for item in report.inputs:
+            out.write(item.model_dump_json() + "\n")
+    elif fmt == "sarif":
+        from .cli import _version
+        from .sarif import to_sarif
+
+        out.write(json.dumps(to_sarif(report, _version(), source_root=policy.source_root), indent=2) + "\n")
+    elif fmt == "concise":
+        from .reporters import render_concise
+
+        render_concise(report, out, policy.source_root, policy.include_library, quiet)
+    elif fmt == "github":
+        from .reporters import render_github
+
+        render_github(report, out, policy.source_root, policy.include_library, quiet)
+    else:
+        render_table(report, out, color=color, include_library=policy.include_library, quiet=quiet)
+
+
 def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, config: Optional[str],
-              out: TextIO, err: TextIO, color: Optional[bool] = None, scan_only: bool = False) -> int:
-    """The ``check`` command with its streams given: returns the exit code."""
+              out: TextIO, err: TextIO, color: Optional[bool] = None, scan_only: bool = False,
+              output_file: Optional[str] = None, exit_zero: bool = False, statistics: bool = False,
+              quiet: bool = False, write_baseline: Optional[str] = None) -> int:
+    """The ``check`` (or, with ``scan_only``, ``scan``) command with its streams given:
+    returns the exit code."""
     import importlib
 
+    from .baseline import BaselineError
+    from .cli_output import opened
     from .models import InputReport
 
     checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
@@ -115,7 +165,9 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
     except checker.PolicyError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
-    inputs = checker.expand_inputs(paths)
+    if write_baseline:
+        policy = policy.model_copy(update={"baseline": None})
+    inputs = checker.expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude])
     bar = _progress(len(inputs), err)
     task = None
     if bar is not None:
@@ -128,6 +180,9 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
 
     try:
         report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only)
+    except BaselineError as exc:
+        err.write(f"codeparse: error: {exc}\n")
+        return 2
     finally:
         if bar is not None:
             bar.stop()
@@ -135,35 +190,68 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
         if not item.readable:
             reason = item.findings[0] if item.findings else None
             err.write(f"{item.path}: {reason.code} {reason.message}\n" if reason else f"{item.path}: unreadable\n")
-    if fmt == "json":
-        out.write(report.model_dump_json(indent=2) + "\n")
-    elif fmt == "jsonl":
-        for item in report.inputs:
-            out.write(item.model_dump_json() + "\n")
-    elif fmt == "sarif":
-        from .cli import _version
-        from .sarif import to_sarif
+    if write_baseline:
+        from .baseline import write_baseline as write
 
-        out.write(json.dumps(to_sarif(report, _version()), indent=2) + "\n")
-    else:
-        render_table(report, out, color=color)
-    out.flush()
+        count = write(report, write_baseline)
+        err.write(f"codeparse: wrote {count} finding(s) to the baseline {write_baseline}\n")
+        return 2 if report.exit_code == 2 else 0
+    with opened(output_file) as stream:
+        _write_report(report, fmt, stream, color if output_file is None else False, statistics, quiet)
+        stream.flush()
+    if exit_zero and report.exit_code == 1:
+        return 0
     return report.exit_code
 
 
+_FORMAT_HELP = ("table for people; concise (path:line:col: CODE message); json (one Report); jsonl (one "
+                "InputReport per line); sarif (2.1.0); github (workflow-command annotations).")
+
+
+def _policy_options(command: Any) -> Any:
+    """The policy switches ``check`` and ``scan`` share (each mirrors a [tool.codeparse] key)."""
+    options = [
+        click.option("--select", default=None, metavar="CODES", help="Comma-separated codes or prefixes to report."),
+        click.option("--ignore", default=None, metavar="CODES", help="Comma-separated codes or prefixes never reported."),
+        click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
+                     help="Lowest severity that fails (default: error, or pyproject's fail-on)."),
+        click.option("--exclude", default=None, metavar="GLOBS",
+                     help="Comma-separated globs: paths not walked, entries and origins whose findings are dropped."),
+        click.option("--extend-exclude", "extend_exclude", default=None, metavar="GLOBS",
+                     help="Globs added to exclude."),
+        click.option("--baseline", default=None, metavar="FILE", help="Report only findings not recorded in FILE."),
+        click.option("--write-baseline", "write_baseline", default=None, metavar="FILE",
+                     help="Record every finding reported now in FILE, and exit 0."),
+        click.option("--source-root", "source_root", default=None, metavar="DIR",
+                     help="Show original source files relative to DIR (default: the working directory)."),
+        click.option("--include-library/--no-include-library", "include_library", default=None,
+                     help="List findings in torch's own library code one by one (text outputs summarise them)."),
+        click.option("--exit-zero", is_flag=True, default=False, help="Exit 0 even when findings fail the check."),
+        click.option("--statistics", is_flag=True, default=False, help="Print the count of findings per code instead."),
+        click.option("--quiet", "-q", is_flag=True, default=False,
+                     help="Print findings only: no summary line, no inputs without findings."),
+        click.option("--config", default=None, metavar="PYPROJECT",
+                     help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml."),
+        click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+_POLICY_KEYS = ("select", "ignore", "fail_on", "exclude", "extend_exclude", "baseline", "source_root", "include_library")
+
+
 def register(group: click.Group) -> None:
-    """Add ``check`` to the ``codeparse`` command group."""
+    """Add ``check`` and ``scan`` to the ``codeparse`` command group."""
+    from .cli_output import output_options
 
     @group.command("check")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                  help="table for people; json (one Report), jsonl (one InputReport per line), sarif (2.1.0).")
+    @output_options(FORMATS, "table", _FORMAT_HELP)
     @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                   help="Check inputs in this many processes (same results as one).")
-    @click.option("--select", default=None, metavar="CODES", help="Comma-separated codes or prefixes to report.")
-    @click.option("--ignore", default=None, metavar="CODES", help="Comma-separated codes or prefixes never reported.")
-    @click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
-                  help="Lowest severity that fails the check (default: error, or pyproject's fail-on).")
+    @_policy_options
     @click.option("--max-entries", type=click.IntRange(min=1), default=None, help="Most zip entries per archive.")
     @click.option("--max-entry-bytes", type=click.IntRange(min=1), default=None,
                   help="Most bytes one archive entry read may inflate to.")
@@ -176,45 +264,31 @@ def register(group: click.Group) -> None:
     @click.option("--target", type=click.Choice(["trace", "export"]), default=None,
                   help="Condition findings for torch.jit.trace (CP2xx, the default) or torch.export "
                        "(CP4xx and a verdict per input).")
-    @click.option("--config", default=None, metavar="PYPROJECT",
-                  help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
-    @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
-    def check_command(paths: tuple[str, ...], fmt: str, jobs: int, select: Optional[str], ignore: Optional[str],
-                      fail_on: Optional[str], max_entries: Optional[int], max_entry_bytes: Optional[int],
-                      max_total_bytes: Optional[int], max_ratio: Optional[int], max_debug_chars: Optional[int],
-                      target: Optional[str], config: Optional[str],
-                      color: Optional[bool]) -> int:
-        """Check saved TorchScript archives (.pt, .ptl, .zip, torch.package...), .code files
-        and directories of them; report coded findings.
+    def check_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], jobs: int, config: Optional[str],
+                      color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
+                      write_baseline: Optional[str], **options: Any) -> int:
+        """Check model files: saved TorchScript archives (.pt, .ptl, .zip, torch.package, any
+        name: the bytes decide), torch.save checkpoints, .pt2 and pickles (their pickles
+        scanned), .code files, directories of them, or - for standard input.
 
         Exit status: 0 clean, 1 findings at or above the failing severity, 2 an input
         could not be read.
         """
-        options = {
-            "select": select, "ignore": ignore, "fail_on": fail_on, "max_entries": max_entries,
-            "max_entry_bytes": max_entry_bytes, "max_total_bytes": max_total_bytes, "max_ratio": max_ratio,
-            "max_debug_chars": max_debug_chars,
-            "target": target,
-        }
-        return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color)
+        return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color,
+                         output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
+                         write_baseline=write_baseline)
 
     @group.command("scan")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                  help="table for people; json (one Report), jsonl (one InputReport per line), sarif (2.1.0).")
-    @click.option("--select", default=None, metavar="CODES", help="Comma-separated codes or prefixes to report.")
-    @click.option("--ignore", default=None, metavar="CODES", help="Comma-separated codes or prefixes never reported.")
-    @click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning", "info", "never"]), default=None,
-                  help="Lowest severity that fails the scan (default: error, or pyproject's fail-on).")
-    @click.option("--config", default=None, metavar="PYPROJECT",
-                  help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml.")
-    @click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
-    def scan_command(paths: tuple[str, ...], fmt: str, select: Optional[str], ignore: Optional[str],
-                     fail_on: Optional[str], config: Optional[str], color: Optional[bool]) -> int:
+    @output_options(FORMATS, "table", _FORMAT_HELP)
+    @_policy_options
+    def scan_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], config: Optional[str],
+                     color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
+                     write_baseline: Optional[str], **options: Any) -> int:
         """Scan the pickles of model files (TorchScript archives, torch.save checkpoints, .pt2,
         plain pickles) for the globals they name, without unpickling: CP330 dangerous,
         CP331 unknown, CP332 unreadable.  Directories are walked; the bytes decide.
         """
-        options = {"select": select, "ignore": ignore, "fail_on": fail_on}
-        return run_check(list(paths), fmt, options, 1, config, sys.stdout, sys.stderr, color=color, scan_only=True)
-
+        return run_check(list(paths), fmt, options, 1, config, sys.stdout, sys.stderr, color=color, scan_only=True,
+                         output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
+                         write_baseline=write_baseline)

@@ -288,17 +288,20 @@ def _diagnostics(diags: list) -> None:
 def register(group: click.Group) -> None:
     """Add ``diff``, ``capture``, ``ops`` and ``which`` to the ``codeparse`` group."""
 
+    from .cli_output import opened, output_options
+
     @group.command("diff")
     @click.argument("script")
     @click.argument("trace")
-    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @output_options(("table", "json"), "table")
     @click.option("--method", default="forward", show_default=True, help="The method to compare.")
     @click.option("--only", type=click.Choice(ONLY), default="all", show_default=True,
                   help="frozen: only the ifs the trace decided; lost: only the lost calls.")
     @click.option("--module", "module_path", metavar="PATH", default=None,
                   help="Only this module path and its submodules (self.layer1).")
     @click.option("--color/--no-color", default=None)
-    def diff_command(script: str, trace: str, fmt: str, method: str, only: str, module_path: Optional[str],
+    def diff_command(script: str, trace: str, fmt: str, output_file: Optional[str], method: str, only: str,
+                     module_path: Optional[str],
                      color: Optional[bool]) -> int:
         """Compare the script and the trace of one module: which branch each `if` took in the
         trace, the submodule calls it lost, the loops it unrolled, the values it baked in.
@@ -318,10 +321,11 @@ def register(group: click.Group) -> None:
             _diagnostics([d for d in report.diagnostics if d.code == "CP224"])
             return EXIT_FINDINGS
         report = filter_report(report, only, module_path)
-        if fmt == "json":
-            sys.stdout.write(_dump(report) + "\n")
-        else:
-            render_diff_table(report, sys.stdout, color)
+        with opened(output_file) as out:
+            if fmt == "json":
+                out.write(_dump(report) + "\n")
+            else:
+                render_diff_table(report, out, color if output_file is None else False)
         _diagnostics(report.diagnostics)
         return EXIT_FINDINGS if report.diagnostics else EXIT_OK
 
@@ -329,14 +333,14 @@ def register(group: click.Group) -> None:
     @click.argument("target", metavar="FILE.py:FACTORY")
     @click.option("--save", "save_dir", metavar="DIR", default=None,
                   help="Write script.code, trace.code, script.pt and trace.pt there.")
-    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @output_options(("table", "json"), "table")
     @click.option("--check-trace/--no-check-trace", default=True, show_default=True)
     @click.option("--export", "export", is_flag=True, default=False,
                   help="Instead: run torch.export.export and draft_export with the factory's dynamic_shapes "
                        "and check codeparse's CP401/CP402/CP405 predictions against them (exit 1 on disagreement).")
     @click.option("--color/--no-color", default=None)
-    def capture_command(target: str, save_dir: Optional[str], fmt: str, check_trace: bool,
-                        export: bool, color: Optional[bool]) -> int:
+    def capture_command(target: str, save_dir: Optional[str], fmt: str, output_file: Optional[str],
+                        check_trace: bool, export: bool, color: Optional[bool]) -> int:
         """Script and trace a live module (needs torch) and compare them.
 
         FACTORY() in FILE.py (whose folder goes first on sys.path) returns (module, inputs)
@@ -353,7 +357,7 @@ def register(group: click.Group) -> None:
         from .capturing import capture, load_factory
 
         if export:
-            return _capture_export(target, fmt)
+            return _capture_export(target, fmt, output_file)
         try:
             spec = load_factory(target)
             report = capture(spec, save_dir=save_dir, check_trace=check_trace)
@@ -361,13 +365,14 @@ def register(group: click.Group) -> None:
             return _fail(f"{exc.path}: {exc.code} {exc.message}")
         except Exception as exc:  # noqa: BLE001
             return _fail(f"codeparse capture: {type(exc).__name__}: {exc}".splitlines()[0])
-        if fmt == "json":
-            sys.stdout.write(_dump(report) + "\n")
-        else:
-            render_capture_table(report, sys.stdout, color)
+        with opened(output_file) as out:
+            if fmt == "json":
+                out.write(_dump(report) + "\n")
+            else:
+                render_capture_table(report, out, color if output_file is None else False)
         return EXIT_FINDINGS if report.diagnostics else EXIT_OK
 
-    def _capture_export(target: str, fmt: str) -> int:
+    def _capture_export(target: str, fmt: str, output_file: Optional[str] = None) -> int:
         from .api import InputError
         from .capturing import load_factory
         from .exportcheck import check_export, render_export_check
@@ -378,19 +383,21 @@ def register(group: click.Group) -> None:
             return _fail(f"{exc.path}: {exc.code} {exc.message}")
         except Exception as exc:  # noqa: BLE001
             return _fail(f"codeparse capture: {type(exc).__name__}: {exc}".splitlines()[0])
-        if fmt == "json":
-            sys.stdout.write(_dump(report) + "\n")
-        else:
-            render_export_check(report, sys.stdout)
+        with opened(output_file) as out:
+            if fmt == "json":
+                out.write(_dump(report) + "\n")
+            else:
+                render_export_check(report, out)
         return EXIT_OK if report.agrees else EXIT_FINDINGS
 
     @group.command("ops")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-    @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+    @output_options(("table", "json"), "table")
     @click.option("--source", type=click.Choice(SOURCES), default="auto", show_default=True,
                   help="Schemas from the installed torch (live), the bundled table, or live when torch is installed.")
     @click.option("--color/--no-color", default=None)
-    def ops_command(paths: tuple[str, ...], fmt: str, source: str, color: Optional[bool]) -> int:
+    def ops_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], source: str,
+                    color: Optional[bool]) -> int:
         """List every operator the code calls, with counts, places and schemas.
 
         PATH is a .code file, a directory of code, or an archive.  Unknown operators are
@@ -412,18 +419,19 @@ def register(group: click.Group) -> None:
             uses, diags = inventory(files, source)
         except (OSError, ValueError) as exc:  # the bundled table is missing or damaged
             return _fail(f"codeparse ops: cannot read the operator table: {exc}".splitlines()[0])
-        if fmt == "json":
-            sys.stdout.write(json.dumps([u.model_dump(mode="json") for u in uses], indent=2) + "\n")
-        else:
-            render_ops_table(uses, sys.stdout, color)
+        with opened(output_file) as out:
+            if fmt == "json":
+                out.write(json.dumps([u.model_dump(mode="json") for u in uses], indent=2) + "\n")
+            else:
+                render_ops_table(uses, out, color if output_file is None else False)
         _diagnostics(diags)
         return EXIT_FINDINGS if diags else EXIT_OK
 
     @group.command("which")
     @click.argument("name")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @output_options(("text", "json"), "text")
     @click.option("--source", type=click.Choice(SOURCES), default="auto", show_default=True)
-    def which_command(name: str, fmt: str, source: str) -> int:
+    def which_command(name: str, fmt: str, output_file: Optional[str], source: str) -> int:
         """Show the operator behind NAME (torch.add, torch._C._nn.linear, aten::add.Tensor):
         its overload schemas, the Python names that reach it, whether TorchScript supports it."""
         from .operators import lookup, torch_available
@@ -438,10 +446,11 @@ def register(group: click.Group) -> None:
             return _fail(f"codeparse which: cannot read the operator table: {exc}".splitlines()[0])
         if operator is None:
             return _fail(f"codeparse which: {name!r} does not name an operator")
-        if fmt == "json":
-            payload = {"name": name, "operator": operator,
-                       "info": info.model_dump(mode="json") if info is not None else None}
-            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-        else:
-            render_which(name, operator, info, sys.stdout)
+        with opened(output_file) as out:
+            if fmt == "json":
+                payload = {"name": name, "operator": operator,
+                           "info": info.model_dump(mode="json") if info is not None else None}
+                out.write(json.dumps(payload, indent=2) + "\n")
+            else:
+                render_which(name, operator, info, out)
         return EXIT_OK if info is not None else EXIT_FINDINGS

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 ConditionKind = Literal[
@@ -265,6 +265,11 @@ class Finding(Diagnostic):
         "above an `if`, the `nonzero` in another method), where torch often reports the failure; the code "
         "line itself (path `archive!entry` or the code file) when debug info does not map it.",
     )
+    library: bool = Field(
+        default=False,
+        description="In torch's own library code (`__torch__/torch/...`, origin under `torch/`): summarised in "
+        "text output unless `include_library`; still counts for `fail_on`.",
+    )
 
 
 class ModuleNode(Node):
@@ -317,6 +322,9 @@ class Archive(Node):
     findings: list[Finding] = Field(default_factory=list, description="Everything found, unfiltered.")
 
 
+DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__")
+
+
 class Policy(Node):
     """What ``check`` reports and what fails it: ``[tool.codeparse]`` in pyproject.toml, then the CLI."""
 
@@ -335,6 +343,39 @@ class Policy(Node):
         description="What condition findings are about: `trace` (CP2xx, what torch.jit.trace bakes in) or "
         "`export` (CP4xx, what torch.export meets; each input gets an `export` verdict).",
     )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Globs of paths never walked (besides version-control and virtual-environment folders, which "
+        "never are), and of archive entries and origin paths whose findings are dropped.",
+    )
+    extend_exclude: list[str] = Field(default_factory=list, description="Globs added to `exclude`.")
+    per_file_ignores: dict[str, list[str]] = Field(
+        default_factory=dict, description="Glob -> codes or prefixes not reported for matching paths, entries or origins."
+    )
+    baseline: Optional[str] = Field(
+        default=None, description="A baseline file (`--write-baseline`): findings recorded there are not reported."
+    )
+    source_root: Optional[str] = Field(
+        default=None, description="Folder original source paths are shown relative to (default: the working directory)."
+    )
+    include_library: bool = Field(
+        default=False, description="Show findings in torch's own library code one by one in table, concise and github output."
+    )
+
+    @field_validator("select", "ignore")
+    @classmethod
+    def _known_codes(cls, value: list[str]) -> list[str]:
+        """Every entry is a code or a prefix of one, as on the command line."""
+        from .codes import CODES
+
+        out = []
+        for raw in value:
+            code = str(raw).strip().upper()
+            if code and not any(c.startswith(code) for c in CODES):
+                raise ValueError(f"{raw!r} matches no finding code (see docs/rules.md)")
+            if code:
+                out.append(code)
+        return out
 
 
 ExportVerdictKind = Literal["exports", "exports_with_specializations", "blocked", "cannot_tell"]

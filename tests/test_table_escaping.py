@@ -18,7 +18,7 @@ import pytest
 
 from codeparse.capturing import CaptureReport
 from codeparse.check import check
-from codeparse.cli_check import render_table
+from codeparse.cli_check import render_table as _render_table
 from codeparse.cli_diff import render_capture_table, render_diff_table, render_ops_table
 from codeparse.escaping import for_rich, for_text
 from codeparse.models import CodeFile, DiffReport, OperatorUse, Policy, Report
@@ -57,6 +57,11 @@ def hostile(data: Any, counter: list[int] | None = None, key: str = "") -> Any:
         counter[0] += 1
         return f"{data} {HOSTILE[counter[0] % len(HOSTILE)]}"
     return data
+
+
+def render_table(report: Report, out: io.StringIO, color: bool, width: int) -> None:
+    """The check table with library findings listed one by one (they are summarised by default)."""
+    _render_table(report, out, color=color, width=width, include_library=True)
 
 
 def render(fn: Callable[..., None], *args: Any) -> str:
