@@ -292,3 +292,32 @@ def register(group: click.Group) -> None:
         return run_check(list(paths), fmt, options, 1, config, sys.stdout, sys.stderr, color=color, scan_only=True,
                          output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
                          write_baseline=write_baseline)
+
+    @group.command("rule")
+    @click.argument("code", required=False)
+    @click.option("--all", "all_codes", is_flag=True, default=False, help="Every code, in table order.")
+    @output_options(("text", "markdown", "json"), "text")
+    def rule_command(code: Optional[str], all_codes: bool, fmt: str, output_file: Optional[str]) -> int:
+        """Explain a finding code (CP201): meaning, why it matters for trace and export, how to
+        fix it, an example.  `rule --all --output-format markdown` is docs/rules.md."""
+        from .cli_output import opened
+        from .codes import CODES
+        from .rules import render_json, render_markdown, render_text
+
+        if all_codes == (code is not None):
+            sys.stderr.write("codeparse rule: give one CODE or --all\n")
+            return 2
+        codes = list(CODES) if all_codes else [code.strip().upper()]
+        unknown = [c for c in codes if c not in CODES]
+        if unknown:
+            sys.stderr.write(f"codeparse rule: {unknown[0]} is not a finding code (see codeparse rule --all)\n")
+            return 2
+        with opened(output_file) as out:
+            if fmt == "markdown":
+                out.write(render_markdown(codes))
+            elif fmt == "json":
+                out.write(render_json(codes) + "\n")
+            else:
+                out.write("\n".join(render_text(c) for c in codes))
+        return 0
+
