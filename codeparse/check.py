@@ -209,8 +209,8 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def expand_inputs(paths: Iterable[str], models_only: bool = False,
-                  exclude: Iterable[str] = ()) -> list[tuple[str, Optional[str]]]:
+def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iterable[str] = (),
+                  skip_other: bool = False) -> list[tuple[str, Optional[str]]]:
     """``(path, problem)`` for every input: directories are walked recursively (sorted)
     for model files (recognised by their bytes, :mod:`codeparse.filekind`) and ``.code``
     files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input."""
@@ -237,6 +237,11 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False,
                 out.append((raw, "directory holds no archives or .code files"))
             out.extend(found)
         elif p.exists():
+            if skip_other and p.is_file():  # pre-commit passes every file: decide as a walk does
+                entry = _walk_entry(p, models_only)
+                if entry is not None:
+                    out.append((raw, entry[1]))
+                continue
             out.append((raw, None))
         else:
             out.append((raw, "no such file or directory"))
@@ -373,17 +378,20 @@ def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optio
 
 
 def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, jobs: int = 1,
-          progress: Optional[Callable[[InputReport], None]] = None, *, scan_only: bool = False) -> Report:
+          progress: Optional[Callable[[InputReport], None]] = None, *, scan_only: bool = False,
+          skip_other: bool = False) -> Report:
     """Check archives, code files and directories of them; see the module docs.
 
     ``policy`` defaults to the nearest ``pyproject.toml``'s ``[tool.codeparse]``.
     ``jobs`` > 1 checks inputs in that many processes (same results, same order).
     ``progress`` is called once per input, in input order, as results arrive.
+    ``scan_only``: the pickle checks alone (``codeparse scan``).  ``skip_other``: files
+    named that are no model file are treated as in a directory walk (pre-commit).
     """
     if policy is None:
         policy = load_policy()
     inputs = expand_inputs((os.fspath(p) for p in paths), models_only=scan_only,
-                           exclude=[*policy.exclude, *policy.extend_exclude])
+                           exclude=[*policy.exclude, *policy.extend_exclude], skip_other=skip_other)
     reports: list[InputReport] = []
     stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
     if stdin is not None:

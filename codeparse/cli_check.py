@@ -148,7 +148,7 @@ def _write_report(report: Any, fmt: str, out: TextIO, color: Optional[bool], sta
 def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, config: Optional[str],
               out: TextIO, err: TextIO, color: Optional[bool] = None, scan_only: bool = False,
               output_file: Optional[str] = None, exit_zero: bool = False, statistics: bool = False,
-              quiet: bool = False, write_baseline: Optional[str] = None) -> int:
+              quiet: bool = False, write_baseline: Optional[str] = None, skip_other: bool = False) -> int:
     """The ``check`` (or, with ``scan_only``, ``scan``) command with its streams given:
     returns the exit code."""
     import importlib
@@ -167,7 +167,8 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
         return 2
     if write_baseline:
         policy = policy.model_copy(update={"baseline": None})
-    inputs = checker.expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude])
+    inputs = checker.expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude],
+                                   skip_other=skip_other)
     bar = _progress(len(inputs), err)
     task = None
     if bar is not None:
@@ -179,7 +180,7 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
             bar.advance(task)
 
     try:
-        report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only)
+        report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only, skip_other=skip_other)
     except BaselineError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
@@ -230,6 +231,9 @@ def _policy_options(command: Any) -> Any:
         click.option("--statistics", is_flag=True, default=False, help="Print the count of findings per code instead."),
         click.option("--quiet", "-q", is_flag=True, default=False,
                      help="Print findings only: no summary line, no inputs without findings."),
+        click.option("--skip-other", "skip_other", is_flag=True, default=False,
+                     help="Files named that are no model file (by their bytes) and no .code are passed over, "
+                          "as in a directory walk (the pre-commit hook)."),
         click.option("--config", default=None, metavar="PYPROJECT",
                      help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml."),
         click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal)."),
@@ -266,7 +270,7 @@ def register(group: click.Group) -> None:
                        "(CP4xx and a verdict per input).")
     def check_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], jobs: int, config: Optional[str],
                       color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
-                      write_baseline: Optional[str], **options: Any) -> int:
+                      write_baseline: Optional[str], skip_other: bool, **options: Any) -> int:
         """Check model files: saved TorchScript archives (.pt, .ptl, .zip, torch.package, any
         name: the bytes decide), torch.save checkpoints, .pt2 and pickles (their pickles
         scanned), .code files, directories of them, or - for standard input.
@@ -276,7 +280,7 @@ def register(group: click.Group) -> None:
         """
         return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color,
                          output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
-                         write_baseline=write_baseline)
+                         write_baseline=write_baseline, skip_other=skip_other)
 
     @group.command("scan")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
@@ -284,14 +288,14 @@ def register(group: click.Group) -> None:
     @_policy_options
     def scan_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], config: Optional[str],
                      color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
-                     write_baseline: Optional[str], **options: Any) -> int:
+                     write_baseline: Optional[str], skip_other: bool, **options: Any) -> int:
         """Scan the pickles of model files (TorchScript archives, torch.save checkpoints, .pt2,
         plain pickles) for the globals they name, without unpickling: CP330 dangerous,
         CP331 unknown, CP332 unreadable.  Directories are walked; the bytes decide.
         """
         return run_check(list(paths), fmt, options, 1, config, sys.stdout, sys.stderr, color=color, scan_only=True,
                          output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
-                         write_baseline=write_baseline)
+                         write_baseline=write_baseline, skip_other=skip_other)
 
     @group.command("rule")
     @click.argument("code", required=False)
