@@ -1,12 +1,14 @@
 """codeparse: read TorchScript code text and tell what is in it.
 
-The offline path (``parse_text``, ``parse_file``) needs only ``regex`` and
-``pydantic``; ``from_module`` imports torch when it is called.
+Text:     parse_text(text), parse_file(path), parse_bytes(data, path) -> CodeFile
+Archives: open_archive(path) -> Archive (no torch, nothing unpickled)
+CI:       check(paths, policy=Policy(...)) -> Report (InputReport per input, Finding per problem)
+Trace:    diff(script, trace) -> DiffReport; capture(module, inputs) -> CaptureReport (needs torch)
+Live:     from_module(module) -> [CodeFile] (needs torch)
 
-``import codeparse`` loads no pydantic: the models and the functions whose modules
-need them are exported lazily (PEP 562), each imported on first use from the table
-``_LAZY`` below.  Add a public name there (name -> (module, attribute)) and to
-``__all__``.
+Every result is a frozen pydantic model (``.model_dump_json()``); every finding has a
+stable code (``codeparse rule CP201`` explains one).  The offline path needs only
+``regex`` and ``pydantic``; torch is imported only by the functions that need it.
 """
 
 import sys as _sys
@@ -15,11 +17,17 @@ import types as _types
 from .api import InputError, detect_grammar, from_module, iter_inputs, parse_bytes, parse_file, parse_text
 from .grammar import GrammarError, available_grammars, load_grammar
 
+# ``import codeparse`` loads no pydantic: the models and the functions whose modules
+# need them are exported lazily (PEP 562), each imported on first use from the table
+# ``_LAZY`` below.  Add a public name there (name -> (module, attribute)) and to
+# ``__all__``.
 _MODELS = (
     "Call", "ClassAttribute", "ClassDef", "CodeFile", "Condition", "ConditionSource", "Diagnostic",
     "Function", "IfStatement", "Loop", "Param", "SelfRef", "Signature", "Span",
     "Archive", "Finding", "Policy", "Report",  # issue 3
     "DiffReport", "IfDiff", "LostCall", "OperatorInfo", "OperatorUse", "UnrolledLoop", "BakedConstant",  # issue 4
+    "InputReport", "Branch", "PickleReport", "SourceLocation", "ModuleNode", "DiffCall", "ModuleDiff",  # issue 11
+    "CaptureWarning", "CaptureError",
 )
 # Public name -> (module, attribute), imported on first use.  `codeparse.diff(script, trace)`
 # and `codeparse.capture(module, inputs)` live in modules named differently (`tracediff`,
@@ -29,6 +37,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "check": (".check", "check"),  # issue 3: `codeparse.check` is this function, not the module
     "diff": (".tracediff", "diff"),
     "capture": (".capturing", "capture"),
+    "CaptureReport": (".capturing", "CaptureReport"),  # issue 11
 }
 
 
@@ -87,4 +96,6 @@ __all__ = [
     "open_archive", "check", "Archive", "Report", "Finding", "Policy",
     "diff", "capture", "DiffReport", "IfDiff", "LostCall", "UnrolledLoop", "BakedConstant",
     "OperatorInfo", "OperatorUse",
+    "InputReport", "Branch", "PickleReport", "SourceLocation", "ModuleNode", "DiffCall", "ModuleDiff",
+    "CaptureWarning", "CaptureError", "CaptureReport",
 ]

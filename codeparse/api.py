@@ -101,8 +101,8 @@ def _code_file(data: dict, as_dict: bool) -> Any:
 
 
 def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
-               owner: Optional[str] = None, _extra: Iterable[dict] = (), *, types=None,
-               functions=None, as_dict: bool = False) -> "CodeFile":
+               owner: Optional[str] = None, *, types=None, functions=None,
+               as_dict: bool = False) -> "CodeFile":
     """Parse TorchScript code text into a :class:`CodeFile`.
 
     With ``as_dict=True`` the result is a plain dict equal to
@@ -120,10 +120,16 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     :class:`~codeparse.inference.Callee` of a function of another file, so that calls
     into it are followed.
     """
+    return _parse(text, path, grammar, owner, (), types, functions, as_dict)
+
+
+def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Optional[str],
+           extra: Iterable[dict], types: Any, functions: Any, as_dict: bool = False) -> "CodeFile":
+    """:func:`parse_text`, with diagnostics found before parsing (``extra``: bad UTF-8)."""
     shown = path if path is not None else "-"
     detected = None if grammar else detect_grammar(text)
     g = load_grammar(grammar or detected or DEFAULT_GRAMMAR)
-    diagnostics = list(_extra)
+    diagnostics = list(extra)
     # A detected grammar's features matched already; a forced or fallback one may not.
     if detected is None and not _features_match(g.id, text[:_DETECT_WINDOW]):
         reason = g.info.detect or "its detection rules do not match"
@@ -173,7 +179,7 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=
         at = len(data[: exc.start].decode("utf-8", errors="replace"))
         source = SourceText(text, path)
         extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
-    return parse_text(_without_bom(text), path, grammar, _extra=extra, types=types, functions=functions, as_dict=as_dict)
+    return _parse(_without_bom(text), path, grammar, None, extra, types, functions, as_dict)
 
 
 def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool = False) -> "CodeFile":

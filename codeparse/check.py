@@ -379,17 +379,23 @@ def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optio
 
 def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, jobs: int = 1,
           progress: Optional[Callable[[InputReport], None]] = None, *, scan_only: bool = False,
-          skip_other: bool = False) -> Report:
+          skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None) -> Report:
     """Check archives, code files and directories of them; see the module docs.
 
-    ``policy`` defaults to the nearest ``pyproject.toml``'s ``[tool.codeparse]``.
+    ``policy`` defaults to :class:`Policy` ``()``; a ``pyproject.toml`` is read only when
+    asked: ``pyproject=True`` (the nearest one, upward from the working directory) or a path.
     ``jobs`` > 1 checks inputs in that many processes (same results, same order).
     ``progress`` is called once per input, in input order, as results arrive.
     ``scan_only``: the pickle checks alone (``codeparse scan``).  ``skip_other``: files
     named that are no model file are treated as in a directory walk (pre-commit).
     """
     if policy is None:
-        policy = load_policy()
+        if pyproject is True:
+            policy = load_policy()
+        elif pyproject:
+            policy = load_policy(pyproject)
+        else:
+            policy = Policy()
     inputs = expand_inputs((os.fspath(p) for p in paths), models_only=scan_only,
                            exclude=[*policy.exclude, *policy.extend_exclude], skip_other=skip_other)
     reports: list[InputReport] = []

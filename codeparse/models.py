@@ -287,6 +287,12 @@ class Branch(Node):
     function: str = Field(description="Qualified name of the function or method holding it.")
     span: Span = Field(description="The `if` header line.")
     condition: str = Field(description="The condition as printed.")
+    resolved: str = Field(
+        default="", description="The condition with temporaries and locals replaced by their definitions (as in `Condition.resolved`)."
+    )
+    sources: list[ConditionSource] = Field(
+        default_factory=list, description="What the condition depends on, the deciding source first (as in `Condition.sources`)."
+    )
     kind: ConditionKind = Field(description="What the condition depends on (DESIGN.md §5).")
     reachable: bool = Field(description="Whether its function is reachable from the root module's `forward`.")
     origin: Optional[SourceLocation] = Field(default=None, description="Original source line, from debug info.")

@@ -335,6 +335,7 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
                 origin = origins.get(if_.span.line) if origins else None
                 branches.append(Branch(
                     path=cf.path, function=fn.qualified_name, span=if_.span, condition=if_.condition.text,
+                    resolved=if_.condition.resolved, sources=list(if_.condition.sources),
                     kind=if_.condition.kind, reachable=live,
                     origin={"path": origin[0], "line": origin[1]} if origin else None,
                 ))
