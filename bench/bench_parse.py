@@ -1,37 +1,131 @@
-"""Benchmark of the offline parse path (issue 2), run on demand: python bench/bench_parse.py
+"""Benchmark of the parse path (issues 2 and 12), run on demand: python bench/bench_parse.py
 
-Measures, in one run on this machine:
-  * extraction throughput of `codeparse.parse_text` end to end (lexing, parsing,
-    extraction, inference, pydantic validation) on every fixture text, against
-    `ast.parse` alone on the same strings;
-  * start-up of `codeparse parse <small file> --format json` as a process, against
-    `python -c pass`;
-  * whether `import torch` happens anywhere on that path (`python -X importtime`).
-Figures are reported as ratios against the baseline measured in the same run, and
-written to bench/results.md (pass --no-write to only print).
+Measures, in one run on this machine, CPU time (``time.process_time``), every figure a
+ratio against ``ast.parse`` on the same texts in the same run (issue 12, "What must show"):
+
+  * ``parse_file(..., as_dict=True)`` plus reading every if's kind and sources and every
+    call from the dict, over the fixture corpus (target ≥ 2× the speed of ``ast.parse``);
+  * ``parse_file()`` with models plus reading the same through attributes (target ≥ 0.6×);
+  * ``codeparse parse --format jsonl`` over the whole corpus in one process, against one
+    process running ``ast.parse`` over the same files (target ≥ 1×);
+  * per-byte cost at 8× a traced function's length over 1× for ``parse_text``, ``check``
+    and ``ops`` (``bench_linear.py``; target ≤ 1.5);
+  * start-up: median wall time of ``codeparse parse custom_model/script.code --format json``
+    minus ``python -c pass`` (target ≤ 0.15 s), and the modules that path imports;
+  * memory retained by the result over the input text's size: the dict (target ≤ 10×) and
+    a built ``CodeFile`` (target ≤ 40×).
+
+Writes bench/results.md (pass --no-write to only print).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import os
 import platform
+import resource
 import subprocess
 import sys
+import time
+import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
 
-from _timing import best_of, median_run  # bench/ is on sys.path when run as a script
+from _timing import median_run  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "fixtures" / "text" / "custom_model" / "script.code"
+AST_PROCESS = "import ast, sys\nfor p in sys.argv[1:]:\n    ast.parse(open(p, encoding='utf-8').read())\n"
 
 
-def corpus() -> list[str]:
+def corpus() -> list[Path]:
     files = sorted((ROOT / "fixtures" / "text").glob("*/*.code"))
     files += sorted((ROOT / "fixtures" / "archive_code").rglob("*.py"))
-    return [f.read_text(encoding="utf-8") for f in files]
+    return files
+
+
+def cpu_best(rounds: int, fn) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def read_dict(cf: dict) -> int:
+    """Every if's kind and sources and every call, read from the plain data."""
+    n = 0
+    for fn in cf["functions"] + [m for c in cf["classes"] for m in c["methods"]]:
+        for if_ in fn["ifs"]:
+            cond = if_["condition"]
+            n += len(cond["kind"]) + sum(len(s["ref"]) + len(s["kind"]) for s in cond["sources"])
+        n += sum(len(c["callee"]) for c in fn["calls"])
+    return n
+
+
+def read_model(cf) -> int:
+    """The same through the models' attributes."""
+    n = 0
+    for fn in list(cf.functions) + [m for c in cf.classes for m in c.methods]:
+        for if_ in fn.ifs:
+            cond = if_.condition
+            n += len(cond.kind) + sum(len(s.ref) + len(s.kind) for s in cond.sources)
+        n += sum(len(c.callee) for c in fn.calls)
+    return n
+
+
+def child_cpu(cmd: list[str], runs: int) -> float:
+    """The smallest CPU time (user + system) of ``runs`` runs of a child process."""
+    best = float("inf")
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return best
+
+
+def retained(fn) -> tuple[object, int]:
+    """``fn()`` and the bytes its result still holds (tracemalloc, after a collection)."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    gc.collect()
+    size = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return result, size
+
+
+NOTE = """\
+## Issue 12: which targets hold
+
+Met: **linear time** (per-byte cost at 8× within 1.5× of 1× for `parse_text`, `check`
+and `ops`; before the endpos bound the same benchmark gave 3.99×, 3.98× and 3.54×, in a
+separate run on the commit this work started from); **no pydantic, torch or numpy** on the
+`parse` path for JSON and tables (asserted by `tests/test_cli.py` with `-X importtime`);
+**the dict path** equal to `CodeFile.model_dump(mode="json")` and the CLI's JSON
+byte-identical to the model's over every fixture (`tests/test_plain.py`); goldens unchanged.
+
+Missed, and why (profile of `parse_file(..., as_dict=True)` over the corpus, own time by
+module): inference 40 %, the statement layer 16 %, extraction 15 %, the expression reader
+10 %, file and path handling 7 % (resolving the grammar folder, another 5 %, now
+happens once per process).  Pydantic is no longer the
+bottleneck (the model path costs about 15 % more than the dict path), so **2× `ast.parse`
+(dict) and 0.6× (models) need a faster inference and extraction**: condition sources are
+computed for every `if` with the new call-following summaries (issue 8), and every call
+and self reference is a dict with a nested span dict.  **Start-up** is 0.2 s of CPU over
+`python -c pass` (the wall figure on this loaded machine is several times that): about
+0.08 s of imports (145 modules, none heavy) and the first compile of the patterns a text
+needs: `re` for the master patterns, `regex` still for the signature rule and the
+fragments with recursive brackets (`param`, `expr_items`, `items`, `references`).
+**Memory**: each span is a dict of six ints and each call, reference and source a dict of
+its own (22× the text as plain data, 88× as models, where pydantic copies the calls that
+`then_calls`/`else_calls` share with `calls`).  Not done: models built on access, inference
+on demand only, `check` without pydantic."""
 
 
 def main() -> int:
@@ -43,48 +137,85 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     import codeparse
+    from bench_linear import measure as linear, table as linear_table
 
-    texts = corpus()
+    files = corpus()
+    texts = [f.read_text(encoding="utf-8") for f in files]
     size = sum(len(t.encode("utf-8")) for t in texts)
-    for text in texts:  # warm: grammar compiled, caches filled
-        codeparse.parse_text(text)
-    t_cp = best_of(args.rounds, lambda: [codeparse.parse_text(t) for t in texts])
-    t_ast = best_of(args.rounds, lambda: [ast.parse(t) for t in texts])
+    for f in files:  # warm: grammars compiled, caches filled, models built once
+        codeparse.parse_file(f)
+    t_ast = cpu_best(args.rounds, lambda: [ast.parse(t) for t in texts])
+    t_dict = cpu_best(args.rounds, lambda: [read_dict(codeparse.parse_file(f, as_dict=True)) for f in files])
+    t_model = cpu_best(args.rounds, lambda: [read_model(codeparse.parse_file(f)) for f in files])
+    names = [str(f) for f in files]
+    t_cli = child_cpu([sys.executable, "-m", "codeparse", "parse", "--format", "jsonl", *names], 3)
+    t_ast_proc = child_cpu([sys.executable, "-c", AST_PROCESS, *names], 3)
+
+    linear_rows = linear(rounds=3)
 
     exe = [sys.executable, "-m", "codeparse", "parse", str(SMALL), "--format", "json"]
     t_pass = median_run([sys.executable, "-c", "pass"], args.runs, ROOT)
     t_start = median_run(exe, args.runs, ROOT)
-    importtime = subprocess.run(
-        [sys.executable, "-X", "importtime", *exe[1:]], capture_output=True, text=True, cwd=ROOT
-    ).stderr
-    torch_imported = any(line.rstrip().endswith(("| torch", "|   torch")) or " torch." in line.split("|")[-1]
-                         for line in importtime.splitlines() if "|" in line)
+    c_pass = child_cpu([sys.executable, "-c", "pass"], args.runs)
+    c_start = child_cpu(exe, args.runs)
+    importtime = subprocess.run([sys.executable, "-X", "importtime", *exe[1:]],
+                                capture_output=True, text=True, cwd=ROOT).stderr
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in importtime.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    heavy = sorted(imported & {"pydantic", "pydantic_core", "torch", "numpy"})
     modules = sum(1 for line in importtime.splitlines() if line.startswith("import time:")) - 1
 
+    text_bytes = sum(len(t) for t in texts)  # str length: what the result is measured against
+    _, mem_dict = retained(lambda: [codeparse.parse_text(t, as_dict=True) for t in texts])
+    _, mem_model = retained(lambda: [codeparse.parse_text(t) for t in texts])
+    _, mem_text = retained(lambda: [t.encode("utf-8").decode("utf-8") for t in texts])
+
+    def ratio(t: float) -> str:
+        return f"**{t_ast / t:.2f}×**"
+
     rows = [
-        ("corpus", f"{len(texts)} fixture texts, {size / 1e6:.2f} MB"),
-        ("`codeparse.parse_text` (end to end)", f"{size / t_cp / 1e6:.2f} MB/s ({t_cp * 1000:.0f} ms)"),
-        ("`ast.parse` alone (baseline)", f"{size / t_ast / 1e6:.2f} MB/s ({t_ast * 1000:.0f} ms)"),
-        ("**extraction speed / ast.parse speed**", f"**{t_ast / t_cp:.2f}×** (target ≥ 3×)"),
-        ("`python -c pass` (baseline)", f"{t_pass * 1000:.0f} ms"),
-        ("`codeparse parse custom_model/script.code --format json`", f"{t_start * 1000:.0f} ms"),
-        ("**start-up, absolute / over baseline**", f"**{t_start:.3f} s** (target < 0.2 s); {t_start / t_pass:.1f}× `python -c pass`"),
-        ("`torch` imported on that path", "yes" if torch_imported else "no"),
-        ("bytecode cache (`PYTHONDONTWRITEBYTECODE`)",
-         "off: every start compiles codeparse's sources" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"),
+        ("corpus", f"{len(files)} fixture files (`fixtures/text`, `fixtures/archive_code`), {size / 1e6:.2f} MB"),
+        ("`ast.parse` alone (baseline)", f"{t_ast * 1000:.0f} ms CPU ({size / t_ast / 1e6:.2f} MB/s)"),
+        ("`parse_file(..., as_dict=True)` + reading ifs, sources, calls",
+         f"{t_dict * 1000:.0f} ms; speed {ratio(t_dict)} `ast.parse` (target ≥ 2×)"),
+        ("`parse_file()` (models) + reading the same by attribute",
+         f"{t_model * 1000:.0f} ms; speed {ratio(t_model)} `ast.parse` (target ≥ 0.6×)"),
+        ("`codeparse parse --format jsonl` over the corpus, one process (CPU)",
+         f"{t_cli * 1000:.0f} ms against {t_ast_proc * 1000:.0f} ms for a process running `ast.parse` over the "
+         f"same files: **{t_ast_proc / t_cli:.2f}×** (target ≥ 1×)"),
+        ("`python -c pass` (baseline, wall)", f"{t_pass * 1000:.0f} ms"),
+        ("`codeparse parse custom_model/script.code --format json` (wall)", f"{t_start * 1000:.0f} ms"),
+        ("**start-up over `python -c pass`** (wall, the target's measure)", f"**{t_start - t_pass:.3f} s** (target ≤ 0.15 s)"),
+        ("start-up over `python -c pass` in CPU time (user + system, best run; what an idle machine's wall "
+         "time would approach)", f"{c_start - c_pass:.3f} s ({c_start * 1000:.0f} ms against {c_pass * 1000:.0f} ms)"),
+        ("pydantic / torch / numpy imported on that path", ", ".join(heavy) if heavy else "none"),
         ("modules imported on that path", str(modules)),
+        ("bytecode cache (`PYTHONDONTWRITEBYTECODE`)",
+         "off in this environment: precompiled with `python -m compileall -q codeparse` (README install)"
+         if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"),
+        ("memory held by the dict / input text", f"**{mem_dict / text_bytes:.1f}×** (target ≤ 10×)"),
+        ("memory held by built `CodeFile`s / input text", f"**{mem_model / text_bytes:.1f}×** (target ≤ 40×)"),
+        ("(the input strings themselves, for scale)", f"{mem_text / text_bytes:.1f}×"),
     ]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        "# Benchmark: offline parse path",
+        "# Benchmark: the parse path",
         "",
         f"`python bench/bench_parse.py` on {stamp}; {platform.python_implementation()} "
-        f"{platform.python_version()}, {os.cpu_count()} cores, {platform.machine()}; "
-        f"best of {args.rounds} rounds for throughput, median of {args.runs} runs for start-up.",
+        f"{platform.python_version()}, {os.cpu_count()} cores, {platform.machine()}.  CPU time, best of "
+        f"{args.rounds} rounds in process; child-process CPU best of 3; start-up the median of {args.runs} "
+        "wall-clock runs.  **The machine is shared and loaded** (seven developers on 2 cores): absolute "
+        "figures move from run to run by 2× and more; the ratios compare figures of this one run.",
         "",
         "| measure | value |",
         "|---|---|",
         *[f"| {a} | {b} |" for a, b in rows],
+        "",
+        "## Per-byte cost against a function's length (`bench/bench_linear.py`)",
+        "",
+        *linear_table(linear_rows, 1000, 8),
+        "",
+        NOTE,
         "",
     ]
     report = "\n".join(lines)

@@ -74,7 +74,12 @@ class GrammarError(Exception):
 
 def grammar_dir() -> Path:
     """The folder holding the grammar files, in an installed wheel or in a checkout."""
-    override = os.environ.get("CODEPARSE_GRAMMARS")
+    return _grammar_dir(os.environ.get("CODEPARSE_GRAMMARS"))
+
+
+@functools.cache
+def _grammar_dir(override: Optional[str]) -> Path:
+    """Resolved once per process (every parse detects a grammar, which lists the folder)."""
     if override:
         return Path(override)
     here = Path(__file__).resolve().parent
