@@ -151,3 +151,19 @@ def test_unreached_ifs_are_listed_apart_from_what_check_reports():
     assert [(f.code, f.line, f.checked) for f in unreached] == [("CP205", 13, False)]
     assert all(f.checked and f.reachable for f in view.findings if f not in unreached)
     assert sum(view.severities.values()) == len(view.findings) - 1
+
+
+def test_index_of_several_inputs_lists_their_export_verdicts(tmp_path):
+    blocked = ROOT / "fixtures" / "archives" / "export_while_value.script.pt"
+    plain = ROOT / "fixtures" / "archives" / "export_plain.script.pt"
+    html, status = build_report([str(blocked), str(plain)], policy=_policy(target="export"))
+    assert status == 0
+    index = html[html.index('<nav class="index"'):html.index("</nav>")]
+    assert "<th>export verdict</th>" in index
+    assert re.findall(r'class="verdict v-(\w+)"', index) == ["blocked", "exports"]
+
+
+def _policy(**fields):
+    from codeparse.models import Policy
+
+    return Policy(**fields)
