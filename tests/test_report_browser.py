@@ -236,6 +236,19 @@ def test_reachable_only_hides_findings_forward_never_reaches(pages, open_report)
     assert section.locator(".count").inner_text() == "2 of 3"
 
 
+def test_finding_codes_link_to_their_explanation(pages, open_report):
+    page = open_report(pages("custom_model", ARCHIVES / "custom_model.script.pt")).page
+    row = page.locator("tr.frow", has=page.locator("td", has_text="CP201"))
+    row.locator("a.to-rule").click()
+    rule = page.locator("#rule-cp201")
+    expect(rule).to_be_focused()
+    text = rule.inner_text()
+    assert "tensor_value_branch" in text and "Why it matters." in text and "How to fix." in text
+    # One explanation per code on the page, each once.
+    codes = sorted(set(page.locator("tr.frow").evaluate_all("rows => rows.map(r => r.dataset.code)")))
+    assert page.locator(".rule h3").evaluate_all("hs => hs.map(h => h.firstChild.textContent.trim())") == codes
+
+
 def test_links_from_findings_to_lines_and_back(pages, open_report):
     w = open_report(pages("custom_model", ARCHIVES / "custom_model.script.pt"))
     page = w.page
@@ -298,6 +311,22 @@ def test_script_and_trace_side_by_side_mark_the_frozen_branch(pages, open_report
     assert lost.first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
     assert trace.locator(".line.evidence").count() >= 2
     page.screenshot(path=str(shots / "pair.png"), full_page=True)
+
+
+@pytest.mark.parametrize("case, label, css, note", [
+    ("diff_literal_tie", "if · attribute · ambiguous", "d-ambiguous",
+     "reason: tie; alignment cost with the if forced to then 310, to else 310"),
+    ("known_nested_else_then", "if · attribute · not run", "d-notrun", "reason: not_run"),
+], ids=["tie", "not_run"])
+def test_side_by_side_labels_ambiguous_and_not_run_ifs(case, label, css, note, pages, open_report):
+    report = pages(case, script=str(TEXT / case / "script.code"), trace=str(TEXT / case / "trace.code"))
+    page = open_report(report).page
+    script = page.locator("section.pair .col.script").first
+    mark = script.locator(".line.mark", has=page.locator("> .badge", has_text=label))
+    assert mark.count() == 1
+    assert css in mark.get_attribute("class")
+    mark.focus()
+    assert note in mark.locator(".tip").inner_text()
 
 
 def test_side_by_side_highlights_an_unrolled_loop(pages, open_report):

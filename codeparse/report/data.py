@@ -159,6 +159,7 @@ class PairView:
     unrolled: list[Any] = field(default_factory=list)
     baked: list[Any] = field(default_factory=list)
     ifs: list[Any] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)  # CP224: the inputs do not belong together
     error: Optional[str] = None
 
 
@@ -616,13 +617,18 @@ def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
     loops_at = {(lp.path, lp.line): lp for lp in report.unrolled_loops}
     view.lost, view.unrolled, view.baked, view.ifs = (report.lost_calls, report.unrolled_loops,
                                                       report.baked_constants, report.ifs)
-    tally: dict[str, int] = {}
-    for d in report.ifs:
-        label = TAKEN.get(d.taken, (d.taken, "ambiguous"))[0]
-        if d.taken == "neither" and getattr(d, "reason", "") != "not_run":
-            label = "neither branch"
-        tally[label] = tally.get(label, 0) + 1
-    view.counts = sorted(tally.items())
+    summary = getattr(report, "summary", None) or {}
+    if summary:  # diff's own counts (kept / frozen / ambiguous / not run / mixed)
+        names = {"kept": "kept", "frozen": "frozen", "ambiguous": "ambiguous", "not_run": "not run",
+                 "mixed": "mixed"}
+        view.counts = [(label, summary[key]) for key, label in names.items() if summary.get(key)]
+    else:
+        tally: dict[str, int] = {}
+        for d in report.ifs:
+            label = TAKEN.get(d.taken, (d.taken, "ambiguous"))[0]
+            tally[label] = tally.get(label, 0) + 1
+        view.counts = sorted(tally.items())
+    view.diagnostics = [f"{d.code} {d.message}" for d in report.diagnostics if d.code == "CP224"]
 
     def function_view(fid: str, unit, fn, side: str) -> FileView:
         lines_all = highlight(unit.text)
@@ -644,10 +650,12 @@ def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
                             sources=[(s.ref, s.kind, s.type) for s in cond.sources], function=fn.qualified_name)
                 if d is not None:
                     label, css = TAKEN.get(d.taken, (d.taken, "ambiguous"))
-                    if d.taken == "neither" and d.reason != "not_run":
-                        label, css = "neither branch", "ambiguous"
                     mark.diff, mark.diff_class = label, css
                     why = f"reason: {d.reason}"
+                    costs = getattr(d, "costs", None)
+                    if costs:
+                        why += f"; alignment cost with the if forced to then {costs.get('then')}, " \
+                               f"to else {costs.get('else')}"
                     if d.evidence:
                         why += "; evidence: " + ", ".join(
                             f"{c.call} ({c.script_line}→{c.trace_line})" for c in d.evidence[:4])

@@ -36,9 +36,16 @@
     return true;
   }
 
-  // Show a finding's row (clearing filters that hide it) and focus it.
+  // Show a finding's row (clearing filters that hide it) and focus it; or a code's rule.
   function showFinding(id) {
     var row = document.getElementById(id);
+    if (row && row.classList.contains("rule")) {
+      document.querySelectorAll(".rule.target").forEach(function (el) { el.classList.remove("target"); });
+      row.classList.add("target");
+      row.scrollIntoView({ block: "start" });
+      row.focus({ preventScroll: true });
+      return true;
+    }
     if (!row || !row.classList.contains("frow")) return false;
     if (row.hidden) {
       var section = row.closest(".findings");
