@@ -147,3 +147,25 @@ def test_classify_patterns_match_every_line_their_rule_matches(grammar_id):
         first = master.first(line, 0, len(line))
         found = next((r.name for r in master.rules[first:] if r.fast.match(line)), None) if first is not None else None
         assert found == expected, line
+
+
+def test_deep_parentheses_cost_linear_time():
+    """Issue 12: 2,000-deep parentheses (a statement and a condition) read in time linear
+    in the depth; the condition is reported too deep (CP106)."""
+    import time
+
+    from codeparse import parse_text
+
+    def cpu(depth: int) -> tuple[float, list[str]]:
+        nest = "(" * depth + "x" + ")" * depth
+        text = f"def forward(self, x: Tensor) -> Tensor:\n  y = {nest}\n  if bool({nest}):\n    y = x\n  return y\n"
+        best, codes = float("inf"), []
+        for _ in range(2):
+            start = time.process_time()
+            codes = [d["code"] for d in parse_text(text, as_dict=True)["diagnostics"]]
+            best = min(best, time.process_time() - start)
+        return best, codes
+
+    (t1, codes), (t2, _) = cpu(1000), cpu(2000)
+    assert codes == ["CP106"]
+    assert t2 < 3.0 * t1 + 0.05, (t1, t2)
