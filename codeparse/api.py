@@ -126,10 +126,35 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
 def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Optional[str],
            extra: Iterable[dict], types: Any, functions: Any, as_dict: bool = False) -> "CodeFile":
     """:func:`parse_text`, with diagnostics found before parsing (``extra``: bad UTF-8)."""
+    return finish_file(start_file(prepare_text(text, path, grammar, extra), owner, types, functions), as_dict)
+
+
+class Prepared:
+    """One text read by the statement classifier (grammar, lines, blocks), not yet extracted.
+
+    :func:`prepare_text` makes it; :func:`declarations` reads the class declarations
+    from it alone (the archive pre-pass); :func:`start_file` and :func:`finish_file`
+    extract the rest.
+    """
+
+    __slots__ = ("source", "grammar", "statements", "diagnostics", "path")
+
+    def __init__(self, source: SourceText, grammar: Any, statements: list, diagnostics: list[dict],
+                 path: Optional[str]):
+        self.source = source
+        self.grammar = grammar
+        self.statements = statements
+        self.diagnostics = diagnostics
+        self.path = path
+
+
+def prepare_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
+                 _extra: Iterable[dict] = ()) -> Prepared:
+    """Detect the grammar and classify every statement of ``text`` (see :func:`parse_text`)."""
     shown = path if path is not None else "-"
     detected = None if grammar else detect_grammar(text)
     g = load_grammar(grammar or detected or DEFAULT_GRAMMAR)
-    diagnostics = list(extra)
+    diagnostics = list(_extra)
     # A detected grammar's features matched already; a forced or fallback one may not.
     if detected is None and not _features_match(g.id, text[:_DETECT_WINDOW]):
         reason = g.info.detect or "its detection rules do not match"
@@ -139,8 +164,45 @@ def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Option
         diagnostics.append(diagnostic("CP109", shown, None))
     parsed = parse_statements(source, g)
     diagnostics.extend(parsed.diagnostics)
-    extractor = Extractor(source, g, _sem(), module_name_for(path), owner, types, functions)
-    classes, functions = extractor.file(parsed.body)
+    return Prepared(source, g, parsed.body, diagnostics, path)
+
+
+def declarations(prepared: Prepared) -> dict:
+    """What a prepared text declares, from its statements alone (no extraction):
+    ``classes`` (``qualified_name``, ``kind``, ``parameters``, ``buffers``, ``attributes``
+    with ``name``, ``type``, ``final``) and ``functions`` (qualified names), as plain data."""
+    extractor = Extractor(prepared.source, prepared.grammar, _sem(), module_name_for(prepared.path))
+    return extractor.declarations(prepared.statements)
+
+
+class Started:
+    """A prepared text with every function's definitions walked (:func:`start_file`):
+    its functions are registered with the ``functions`` hook, so calls into them from
+    other files can be followed before any condition is read."""
+
+    __slots__ = ("prepared", "extractor", "state")
+
+    def __init__(self, prepared: Prepared, extractor: Extractor, state: Any):
+        self.prepared = prepared
+        self.extractor = extractor
+        self.state = state
+
+
+def start_file(prepared: Prepared, owner: Optional[str] = None, types=None, functions=None) -> Started:
+    """Walk the definitions of every function of a prepared text (the first half of extraction)."""
+    extractor = Extractor(prepared.source, prepared.grammar, _sem(), module_name_for(prepared.path), owner, types,
+                          functions)
+    return Started(prepared, extractor, extractor.start(prepared.statements))
+
+
+def finish_file(started: Started, as_dict: bool = False) -> "CodeFile":
+    """Read conditions, calls and references: the :class:`CodeFile` of a started text
+    (``as_dict``: its plain data, see :func:`parse_text`)."""
+    prepared, extractor = started.prepared, started.extractor
+    source = prepared.source
+    shown = source.path
+    diagnostics = list(prepared.diagnostics)
+    classes, functions = extractor.finish(started.state)
     if extractor.reader.too_deep is not None:
         at = extractor.reader.too_deep
         diagnostics.append(diagnostic("CP106", shown, source.span(at, at + 1),
@@ -148,11 +210,28 @@ def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Option
     diagnostics.sort(key=lambda d: (d["span"] or {}).get("start", -1))
     return _code_file({
         "path": shown,
-        "grammar": g.id,
+        "grammar": prepared.grammar.id,
         "classes": classes,
         "functions": functions,
         "diagnostics": diagnostics,
     }, as_dict)
+
+
+def decode_code(data: bytes, path: str) -> tuple[str, list[dict]]:
+    """The text :func:`parse_bytes` parses and its decoding diagnostics (CP110);
+    binary input raises :class:`InputError`."""
+    nul = data.find(0)
+    if nul != -1:
+        raise InputError(path, f"binary input (NUL byte at offset {nul}), not code text", "CP302")
+    extra = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        at = len(data[: exc.start].decode("utf-8", errors="replace"))
+        source = SourceText(text, path)
+        extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
+    return _without_bom(text), extra
 
 
 def _without_bom(text: str) -> str:
@@ -168,18 +247,8 @@ def decode_text(data: bytes) -> str:
 def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None,
                 functions=None, as_dict: bool = False) -> "CodeFile":
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
-    nul = data.find(0)
-    if nul != -1:
-        raise InputError(path, f"binary input (NUL byte at offset {nul}), not code text", "CP302")
-    extra = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        text = data.decode("utf-8", errors="replace")
-        at = len(data[: exc.start].decode("utf-8", errors="replace"))
-        source = SourceText(text, path)
-        extra.append(diagnostic("CP110", path, source.span(at, at + 1), byte=exc.start))
-    return _parse(_without_bom(text), path, grammar, None, extra, types, functions, as_dict)
+    text, extra = decode_code(data, path)
+    return _parse(text, path, grammar, None, extra, types, functions, as_dict)
 
 
 def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool = False) -> "CodeFile":

@@ -42,6 +42,7 @@ import importlib
 import io
 import os
 import struct
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
@@ -61,6 +62,8 @@ __all__ = [
     "sniff",
     "open_archive",
     "read_archive",
+    "reading_archive",
+    "OpenedArchive",
     "archive_code_files",
 ]
 
@@ -435,34 +438,163 @@ def _mobile_bytecode(reader: ZipReader) -> list[dict]:
     return [legacy.bytecode_diagnostic(data, reader.path, name)]
 
 
-def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
-                 grammar: Optional[str] = None, data: Optional[bytes] = None,
-                 extras: Optional[dict] = None) -> Archive:
-    """Read a saved TorchScript archive into an :class:`Archive` (see the module docs).
+class OpenedArchive:
+    """An archive open for reading, its code entries read (not parsed yet).
 
-    ``data``: the archive's bytes when it is not a file (``check -`` reads standard input);
-    ``path`` is then only its name in findings.  ``extras``, when given, receives what
-    :mod:`codeparse.export` needs beyond the model: ``offset_maps`` (entry -> ``(LineMap,
-    text)``, the origin of any offset) and ``traced`` (the archive holds
-    ``traced_inputs.pkl``: torch.jit.trace of torch >= 2.1)."""
-    from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
+    Made by :func:`reading_archive`; the zip stays open while it is in use, so that
+    debug info is read only when an origin is asked for (:meth:`origins`).
+    ``findings`` holds the archive-level findings met so far (names, version, code
+    entries refused, and once :attr:`files` is read, entries that are not code text).
+    """
+
+    def __init__(self, shown: str, reader: ZipReader, count: int, policy: Policy, cache: Any):
+        self.path = shown
+        self.reader = reader
+        self.count = count
+        self.policy = policy
+        self.cache = cache
+        self.layout = "zip"
+        self.version: Optional[int] = None
+        self.findings: list[dict] = []
+        self.code: list[tuple[str, bytes]] = []  # (display path, bytes) of every code entry read
+        self.grammar: Optional[str] = None
+        self.root_name = ""
+        self.legacy = False  # codeparse.legacy built the files (a model.json archive)
+        self.legacy_root: Optional[str] = None
+        self._files: Optional[list[CodeFile]] = None
+        self._entries: dict[str, tuple[int, str, bytes]] = {}  # display path -> (index, entry name, bytes)
+        self._origins: dict[str, Optional[dict[int, tuple[str, int]]]] = {}
+        self._debug_findings: dict[int, dict] = {}  # entry index -> finding
+        # With keep_line_maps (read_archive's extras, for codeparse.export): every LineMap
+        # and its text, by display path; the content cache is then not used for origins.
+        self.keep_line_maps = False
+        self.line_maps: dict[str, tuple] = {}
+
+    @property
+    def files(self) -> list[CodeFile]:
+        """The code files, parsed as one program on first use (:func:`codeparse.resolve.parse_program`)."""
+        if self._files is None:
+            from .resolve import parse_program
+
+            files, parse_findings = parse_program(self.code, self.grammar, cache=self.cache)
+            self._files = [_placeholder_ok(cf) for cf in files]
+            self.findings.extend(parse_findings)
+        return self._files
+
+    def root_class(self) -> Optional[str]:
+        return self.legacy_root or _root_class(self.reader, self.root_name)
+
+    def origins(self, display: str) -> Optional[dict[int, tuple[str, int]]]:
+        """Code line -> original ``(file, line)`` for one code file, from its ``.debug_pkl``,
+        read (and unpickled, or taken from the content cache) on the first call only."""
+        if display in self._origins:
+            return self._origins[display]
+        self._origins[display] = None
+        found = self._entries.get(display)
+        if found is None:
+            return None
+        index, name, data = found
+        debug = _debug_entry(self.reader, name)
+        if debug is None:
+            return None
+        try:
+            # Debug info is a few times the size of its code; the cap bounds what a
+            # hostile pickle can build from memo references.
+            raw = self.reader.read(debug, max(1 << 20, 16 * len(data)))
+        except EntryRefused as refused:
+            self._debug_findings[index] = refused.finding
+            return None
+        origins, problem = self._line_origins(display, name, data, raw)
+        if problem is not None:
+            code, args = problem
+            self._debug_findings[index] = diagnostic(code, self.path, None, entry=debug, **args)
+            return None
+        self._origins[display] = origins
+        return origins
+
+    def _line_origins(self, display: str, name: str, data: bytes,
+                      raw: bytes) -> tuple[Optional[dict], Optional[tuple[str, dict]]]:
+        from .api import module_name_for
+        from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
+
+        cache = None if self.keep_line_maps else self.cache
+        key = debug_key = None
+        if cache is not None:
+            import hashlib
+
+            key = cache.key(data, None, module_name_for(name))
+            # The limit decides whether a long source is read (CP315): part of the key.
+            debug_key = hashlib.sha256(raw + f"\0{self.policy.max_debug_chars}".encode()).hexdigest()
+            stored = cache.origins(key, debug_key)
+            if isinstance(stored, dict):
+                if "problem" in stored:
+                    return None, (stored["problem"][0], stored["problem"][1])
+                if "lines" in stored:
+                    return {row[0]: (row[1], row[2]) for row in stored["lines"]}, None
+        problem: Optional[tuple[str, dict]] = None
+        origins: Optional[dict] = None
+        try:
+            line_map = read_debug_pkl(raw, max_rows=len(data) + 1, max_chars=self.policy.max_debug_chars)
+            text = decode_text(data)
+            origins = line_origins(text, line_map)
+            if self.keep_line_maps:
+                self.line_maps[display] = (line_map, text)
+        except ForbiddenGlobal as exc:
+            problem = ("CP314", {"global_name": exc.name})
+        except DebugInfoError as exc:
+            problem = ("CP315", {"reason": str(exc)})
+        if cache is not None:
+            value = ({"problem": list(problem)} if problem is not None
+                     else {"lines": [[line, f, n] for line, (f, n) in origins.items()]})
+            cache.put_origins(key, debug_key, value)
+        return origins, problem
+
+    def debug_findings(self) -> list[dict]:
+        """Findings about the debug info read so far, in stored order."""
+        return [self._debug_findings[i] for i in sorted(self._debug_findings)]
+
+    def all_origins(self) -> dict[str, dict[int, tuple[str, int]]]:
+        """Every code file's origins (every ``.debug_pkl`` read), for the full :class:`Archive`."""
+        parsed = {cf.path for cf in self.files}
+        out = {}
+        for display in self._entries:
+            if display in parsed:
+                found = self.origins(display)
+                if found is not None:
+                    out[display] = found
+        return out
+
+    def tail_findings(self) -> list[dict]:
+        """The findings read last: mobile bytecode and the pickle scan."""
+        from .scan import archive_pickle_findings
+
+        return _mobile_bytecode(self.reader) + archive_pickle_findings(self.reader, self.cache)
+
+
+@contextmanager
+def reading_archive(path: str | os.PathLike, policy: Optional[Policy] = None, grammar: Optional[str] = None,
+                    data: Optional[bytes] = None, cache: Any = None) -> Iterator[OpenedArchive]:
+    """Open an archive within the limits and read its code entries (see the module docs);
+    the zip is closed when the block ends.  Raises :class:`codeparse.InputError`.
+
+    ``data``: the archive's bytes when it is not a file (``check -`` reads standard input)."""
     from .grammar import load_semantics
     from .models import Policy
-    from .resolve import parse_program, resolve
 
     shown = os.fspath(path)
     policy = policy or Policy()
     reader, count = _open_zip(shown, policy, data)
     try:
+        opened = OpenedArchive(shown, reader, count, policy, cache)
         layout, prefixes = _code_prefixes(reader)
+        opened.layout = layout
         if not prefixes and layout != "model.json":
             raise _refuse(shown, "CP307")
-        findings: list[dict] = list(reader.findings)
-        version, version_findings = _version(reader)
+        findings = opened.findings
+        findings.extend(reader.findings)
+        opened.version, version_findings = _version(reader)
         findings.extend(version_findings)
-        root_name = load_semantics()["names"]["qualified_root"]
-        maps: dict[str, dict[int, tuple[str, int]]] = {}
-        offset_maps: dict[str, tuple] = {}  # entry -> (LineMap, text): origins of any offset
+        opened.root_name = load_semantics()["names"]["qualified_root"]
         code_names = [n for n in reader.names
                       if n.endswith(".py") and any(n.startswith(p) for p in prefixes)]
         entries: list[tuple[str, bytes]] = []
@@ -474,53 +606,50 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
         hook = _legacy_hook() if layout == "model.json" else None
         legacy = _model_json(reader, hook, entries, findings, grammar) if hook is not None else None
         if legacy is not None:
-            files, legacy_root = legacy
-        else:
-            files, parse_findings = parse_program([(reader.display(n), d) for n, d in entries], grammar)
-            findings.extend(parse_findings)
-            legacy_root = None
-        files = [_placeholder_ok(cf) for cf in files]
-        parsed = {cf.path for cf in files}
-        for name, data in entries:
-            display = reader.display(name)
-            debug = _debug_entry(reader, name) if display in parsed else None
-            if debug is None:
-                continue
-            try:
-                # Debug info is a few times the size of its code; the cap bounds what a
-                # hostile pickle can build from memo references.
-                line_map = read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))), max_rows=len(data) + 1,
-                                          max_chars=policy.max_debug_chars)
-            except EntryRefused as refused:
-                findings.append(refused.finding)
-                continue
-            except ForbiddenGlobal as exc:
-                findings.append(diagnostic("CP314", shown, None, entry=debug, global_name=exc.name))
-                continue
-            except DebugInfoError as exc:
-                findings.append(diagnostic("CP315", shown, None, entry=debug, reason=str(exc)))
-                continue
-            text = decode_text(data)
-            maps[display] = line_origins(text, line_map)
-            offset_maps[display] = (line_map, text)
-        root_class = legacy_root or _root_class(reader, root_name)
-        findings.extend(_mobile_bytecode(reader))
-        from .scan import archive_pickle_findings
-
-        findings.extend(archive_pickle_findings(reader))
-        archive = resolve(
-            path=shown, layout=layout, root=reader.root, version=version, entries=count, files=files,
-            maps=maps, root_class=root_class, findings=findings,
-        )
-        if extras is not None:
-            extras["offset_maps"] = offset_maps
-            extras["traced"] = any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in reader.names)
-        return archive
+            files, opened.legacy_root = legacy
+            opened._files = [_placeholder_ok(cf) for cf in files]
+            opened.legacy = True
+        opened.code = [(reader.display(n), d) for n, d in entries]
+        opened.grammar = grammar
+        for index, (name, entry_data) in enumerate(entries):
+            opened._entries[reader.display(name)] = (index, name, entry_data)
+        yield opened
     finally:
         reader._zf.close()
         fp = getattr(reader._zf, "fp", None)
         if fp is not None:
             fp.close()
+
+
+def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
+                 grammar: Optional[str] = None, data: Optional[bytes] = None,
+                 extras: Optional[dict] = None, cache: Any = None) -> Archive:
+    """Read a saved TorchScript archive into an :class:`Archive` (see the module docs):
+    every ``.debug_pkl`` of a parsed code file is read, for the source map.
+
+    ``data``: the archive's bytes when it is not a file (``check -`` reads standard input);
+    ``path`` is then only its name in findings.  ``extras``, when given, receives what
+    :mod:`codeparse.export` needs beyond the model: ``offset_maps`` (entry -> ``(LineMap,
+    text)``, the origin of any offset) and ``traced`` (the archive holds
+    ``traced_inputs.pkl``: torch.jit.trace of torch >= 2.1).  ``cache``: a
+    :class:`codeparse.cache.EntryCache` shared by several reads."""
+    from .resolve import resolve
+
+    with reading_archive(path, policy, grammar, data, cache) as opened:
+        opened.keep_line_maps = extras is not None
+        files = opened.files
+        maps = opened.all_origins()
+        findings = opened.findings + opened.debug_findings()
+        root_class = opened.root_class()
+        findings.extend(opened.tail_findings())
+        archive = resolve(
+            path=opened.path, layout=opened.layout, root=opened.reader.root, version=opened.version,
+            entries=opened.count, files=files, maps=maps, root_class=root_class, findings=findings,
+        )
+        if extras is not None:
+            extras["offset_maps"] = opened.line_maps
+            extras["traced"] = any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in opened.reader.names)
+        return archive
 
 
 def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Archive:

@@ -45,6 +45,7 @@ __all__ = [
     "expand_inputs",
     "check_input",
     "check",
+    "load_cache_dir",
     "CHECK_CODE_SUFFIXES",
 ]
 
@@ -63,6 +64,9 @@ _KEYS = {
     "baseline": "baseline", "source-root": "source_root", "source_root": "source_root",
     "include-library": "include_library", "include_library": "include_library",
 }
+
+
+_SETTINGS = ("cache-dir", "cache_dir")  # [tool.codeparse] keys that are not policy
 
 
 class PolicyError(ValueError):
@@ -95,12 +99,34 @@ def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[P
         raise PolicyError(f"{path}: [tool.codeparse] is not a table")
     values: dict[str, Any] = {}
     for key, value in table.items():
+        if key in _SETTINGS:
+            continue  # not policy: see load_cache_dir
         field = _KEYS.get(key)
         if field is None:
-            known = ", ".join(sorted(k for k in _KEYS if "_" not in k))
+            known = ", ".join(sorted([k for k in _KEYS if "_" not in k] + ["cache-dir"]))
             raise PolicyError(f"{path}: [tool.codeparse] has an unknown key {key!r}; known: {known}")
         values[field] = value
     return policy_with(Policy(), where=str(path), **values)
+
+
+def load_cache_dir(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None) -> Optional[str]:
+    """``cache-dir`` of ``[tool.codeparse]`` (relative to that pyproject.toml's folder), or None.
+
+    The content cache is off unless this or ``--cache-dir`` names a folder."""
+    path = Path(pyproject) if pyproject is not None else find_pyproject(start)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            table = tomllib.load(handle).get("tool", {}).get("codeparse", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # load_policy reports it
+    value = table.get("cache-dir", table.get("cache_dir")) if isinstance(table, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise PolicyError(f"{path}: cache-dir must be a folder name")
+    return str(path.parent / value)
 
 
 def _codes(values: Iterable[str], where: str) -> list[str]:
@@ -273,7 +299,7 @@ def _kind(path: str, data: Optional[bytes], policy: Policy):
 
 
 def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: Optional[bytes] = None,
-                scan_only: bool = False) -> InputReport:
+                scan_only: bool = False, cache: Any = None) -> InputReport:
     """Check one input: a model file of any kind (by its bytes) or code text (never raises
     for bad input).  ``data`` holds its bytes when it is not a file (``-``: standard input).
     ``scan_only``: the pickle checks alone (``codeparse scan``)."""
@@ -302,7 +328,10 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
     if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
         extras: dict = {}
         try:
-            archive = read_archive(path, policy, data=data, extras=extras)
+            if policy.target != "export":
+                return _check_archive(path, policy, cache, data)
+            # torch.export's rules read the whole Archive and every debug line map.
+            archive = read_archive(path, policy, data=data, extras=extras, cache=cache)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
             return InputReport(path=path, kind="archive", readable=False,
@@ -358,15 +387,106 @@ def _with_export(findings: list[Finding], export: list[Finding], order: list[str
     return sorted(merged, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
 
 
+def _check_archive(path: str, policy: Policy, cache: Any, data: Optional[bytes] = None) -> InputReport:
+    """One archive: each entry parsed once, the program resolved, and only the selected
+    findings built.
+
+    Debug info is read for a code file only when a selected finding of that file asks
+    for its origin; so problems with a ``.debug_pkl`` (CP314, CP315) are reported for
+    the debug info that is read.  ``open_archive`` reads all of it.
+    """
+    from .archive import reading_archive
+    from .cache import EntryCache
+    from .resolve import to_finding
+
+    if cache is None:
+        cache = EntryCache()
+    with reading_archive(path, policy, None, data, cache) as opened:
+        program = _program(opened, cache)
+        per_file: list[Finding] = []
+        for display, found in program["per_file"]:
+            kept = [d for d in found if selected(d["code"], policy)]
+            if not kept:
+                continue
+            origins = opened.origins(display) if any(d["span"] is not None for d in kept) else None
+            per_file.extend(to_finding(d, origins) for d in kept)
+        head = opened.findings + program["parse_findings"] + opened.debug_findings() + opened.tail_findings()
+    findings = [to_finding(d) for d in head if selected(d["code"], policy)] + per_file
+    return InputReport(path=path, kind="archive", readable=True, files=program["files"], branches=program["live"],
+                       findings=findings)
+
+
+def _program(opened: Any, cache: Any) -> dict:
+    """The resolved program of an open archive: its file count, live ``if`` count, the
+    findings of entries that are not code and each file's findings (diagnostic dicts, by
+    position).  From the content cache when every code entry, the root class and the
+    layout are those of a stored run (paths are stored relative to the archive)."""
+    from .api import module_name_for
+    from .resolve import analyse
+
+    root_class = opened.root_class()
+    key = None
+    prefix = opened.path + "!"
+    if not opened.legacy:
+        parts = [opened.layout, root_class or ""]
+        for display, data in opened.code:
+            parts += [display[len(prefix):], cache.key(data, None, module_name_for(display))]
+        key = cache.program_key(parts)
+        stored = cache.program(key)
+        if stored is not None:
+            def here(d: dict) -> dict:
+                return dict(d, path=prefix + d["path"])
+
+            return {"files": stored["files"], "live": stored["live"],
+                    "parse_findings": [here(d) for d in stored["parse_findings"]],
+                    "per_file": [(prefix + name, [here(d) for d in found]) for name, found in stored["per_file"]]}
+    before = len(opened.findings)
+    files = opened.files
+    # Findings of entries that are not code text (parse_program): kept apart, for the cache.
+    parse_findings = opened.findings[before:]
+    del opened.findings[before:]
+    analysis = analyse(files, root_class)
+    result = {"files": len(files), "live": sum(1 for c in analysis.conditions if c[3]),
+              "parse_findings": parse_findings,
+              "per_file": [(cf.path, analysis.file_findings(cf.path)) for cf in files]}
+    if key is not None:
+        def rel(d: dict) -> dict:
+            return dict(d, path=d["path"][len(prefix):] if d["path"].startswith(prefix) else d["path"])
+
+        cache.put_program(key, {"files": result["files"], "live": result["live"],
+                                "parse_findings": [rel(d) for d in parse_findings],
+                                "per_file": [(cf.path[len(prefix):], [rel(d) for d in found])
+                                             for cf, (_, found) in zip(files, result["per_file"])]})
+    return result
+
+
 def _filter(findings: Iterable[Finding], policy: Policy, force: bool = False) -> list[Finding]:
     """The findings the policy selects; ``force`` keeps the reason an input is unreadable."""
     return [f for f in findings if force or selected(f.code, policy)]
 
 
+_process_caches: dict[Optional[str], Any] = {}
+
+
+def _worker_cache(cache_dir: Optional[str]) -> Any:
+    """The cache of one worker process (``--jobs``, Dask): one per cache folder, for the
+    life of the process."""
+    from .cache import EntryCache
+
+    found = _process_caches.get(cache_dir)
+    if found is None:
+        found = _process_caches[cache_dir] = EntryCache(cache_dir)
+    return found
+
+
 def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optional[bytes] = None,
-                  scan_only: bool = False) -> InputReport:
+                  scan_only: bool = False, cache: Any = None) -> InputReport:
+    """``check_input`` that never raises; ``cache`` is an EntryCache, or a cache folder
+    (or None) naming the worker process's own cache."""
+    if cache is None or isinstance(cache, (str, os.PathLike)):
+        cache = _worker_cache(os.fspath(cache) if cache is not None else None)
     try:
-        return check_input(path, policy, problem, data, scan_only)
+        return check_input(path, policy, problem, data, scan_only, cache)
     except RecursionError:
         reason = "nested too deeply to read"
     except MemoryError:
@@ -379,7 +499,8 @@ def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optio
 
 def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, jobs: int = 1,
           progress: Optional[Callable[[InputReport], None]] = None, *, scan_only: bool = False,
-          skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None) -> Report:
+          skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None,
+          cache_dir: Optional[str | os.PathLike] = None) -> Report:
     """Check archives, code files and directories of them; see the module docs.
 
     ``policy`` defaults to :class:`Policy` ``()``; a ``pyproject.toml`` is read only when
@@ -388,7 +509,12 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     ``progress`` is called once per input, in input order, as results arrive.
     ``scan_only``: the pickle checks alone (``codeparse scan``).  ``skip_other``: files
     named that are no model file are treated as in a directory walk (pre-commit).
+    ``cache_dir`` turns the on-disk content cache on (:mod:`codeparse.cache`); an
+    in-memory one lives for the call either way.
     """
+    from .cache import EntryCache
+
+    folder = os.fspath(cache_dir) if cache_dir is not None else None
     if policy is None:
         if pyproject is True:
             policy = load_policy()
@@ -407,14 +533,16 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(inputs))) as pool:
             results = pool.map(_check_safely, [p for p, _ in inputs], repeat(policy),
-                               [problem for _, problem in inputs], repeat(None), repeat(scan_only), chunksize=1)
+                               [problem for _, problem in inputs], repeat(None), repeat(scan_only), repeat(folder),
+                               chunksize=1)
             for report in results:
                 reports.append(report)
                 if progress is not None:
                     progress(report)
     else:
+        cache = EntryCache(folder)
         for path, problem in inputs:
-            report = _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only)
+            report = _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only, cache)
             reports.append(report)
             if progress is not None:
                 progress(report)

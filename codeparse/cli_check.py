@@ -148,7 +148,8 @@ def _write_report(report: Any, fmt: str, out: TextIO, color: Optional[bool], sta
 def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, config: Optional[str],
               out: TextIO, err: TextIO, color: Optional[bool] = None, scan_only: bool = False,
               output_file: Optional[str] = None, exit_zero: bool = False, statistics: bool = False,
-              quiet: bool = False, write_baseline: Optional[str] = None, skip_other: bool = False) -> int:
+              quiet: bool = False, write_baseline: Optional[str] = None, skip_other: bool = False,
+              cache_dir: Optional[str] = None, dask: Optional[str] = None) -> int:
     """The ``check`` (or, with ``scan_only``, ``scan``) command with its streams given:
     returns the exit code."""
     import importlib
@@ -162,11 +163,19 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
     try:
         policy = checker.load_policy(config) if config else checker.load_policy()
         policy = checker.policy_with(policy, **options)
+        if cache_dir is None and not scan_only:
+            cache_dir = checker.load_cache_dir(config) if config else checker.load_cache_dir()
     except checker.PolicyError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
     if write_baseline:
         policy = policy.model_copy(update={"baseline": None})
+    if fmt == "parquet" and (dask is None or output_file is None):
+        err.write("codeparse: error: --output-format parquet needs --dask and --output-file DIR\n")
+        return 2
+    if dask is not None:
+        return _run_dask(paths, fmt, policy, dask, cache_dir, output_file, out, err, color, statistics, quiet,
+                         exit_zero)
     inputs = checker.expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude],
                                    skip_other=skip_other)
     bar = _progress(len(inputs), err)
@@ -180,7 +189,8 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
             bar.advance(task)
 
     try:
-        report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only, skip_other=skip_other)
+        report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only, skip_other=skip_other,
+                               cache_dir=cache_dir)
     except BaselineError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
@@ -203,6 +213,42 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
     if exit_zero and report.exit_code == 1:
         return 0
     return report.exit_code
+
+
+def _run_dask(paths: list[str], fmt: str, policy: Any, scheduler: str, cache_dir: Optional[str],
+              output_file: Optional[str], out: TextIO, err: TextIO, color: Optional[bool], statistics: bool,
+              quiet: bool, exit_zero: bool) -> int:
+    """``check --dask``: the same report as ``--jobs``, or a Parquet dataset (codeparse.scale)."""
+    from .cli_output import opened
+    from .scale import ScaleError, check_dask
+
+    if "-" in paths:
+        err.write("codeparse: error: --dask reads files, not standard input\n")
+        return 2
+    try:
+        result = check_dask(paths, policy, scheduler, cache_dir=cache_dir,
+                            parquet_dir=output_file if fmt == "parquet" else None)
+    except ScaleError as exc:
+        err.write(f"codeparse: error: {exc}\n")
+        return 2
+    if fmt != "parquet":
+        for item in result.inputs:
+            if not item.readable:
+                reason = item.findings[0] if item.findings else None
+                err.write(f"{item.path}: {reason.code} {reason.message}\n" if reason else f"{item.path}: unreadable\n")
+        with opened(output_file) as stream:
+            _write_report(result, fmt, stream, color if output_file is None else False, statistics, quiet)
+            stream.flush()
+        return 0 if exit_zero and result.exit_code == 1 else result.exit_code
+    for row in result.rows:
+        if not row["readable"]:
+            err.write(f"{row['path']}: {row['reason'] or 'unreadable'}\n")
+    counts = result.counts
+    out.write(f"wrote {result.folder}/findings and {result.folder}/inputs (Parquet); {len(result.rows)} input(s): "
+              f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
+              f"fail on {policy.fail_on}; exit {result.exit_code}\n")
+    out.flush()
+    return 0 if exit_zero and result.exit_code == 1 else result.exit_code
 
 
 _FORMAT_HELP = ("table for people; concise (path:line:col: CODE message); json (one Report); jsonl (one "
@@ -252,7 +298,8 @@ def register(group: click.Group) -> None:
 
     @group.command("check")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-    @output_options(FORMATS, "table", _FORMAT_HELP)
+    @output_options(FORMATS + ("parquet",), "table",
+                    _FORMAT_HELP[:-1] + "; parquet (with --dask: a Parquet dataset in the folder --output-file names).")
     @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                   help="Check inputs in this many processes (same results as one).")
     @_policy_options
@@ -268,9 +315,16 @@ def register(group: click.Group) -> None:
     @click.option("--target", type=click.Choice(["trace", "export"]), default=None,
                   help="Condition findings for torch.jit.trace (CP2xx, the default) or torch.export "
                        "(CP4xx and a verdict per input).")
+    @click.option("--dask", "dask_scheduler", default=None, metavar="SCHEDULER_ADDRESS|local",
+                  help="Map the check over the inputs on a Dask cluster (the 'scale' extra); "
+                       "'local' starts a 2-worker cluster on this machine.")
+    @click.option("--cache-dir", default=None, metavar="DIR",
+                  help="Keep parsed entries in this folder (JSON) and reuse them on later runs "
+                       "(default: pyproject's cache-dir; off when neither is given).")
     def check_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], jobs: int, config: Optional[str],
                       color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
-                      write_baseline: Optional[str], skip_other: bool, **options: Any) -> int:
+                      write_baseline: Optional[str], skip_other: bool, dask_scheduler: Optional[str],
+                      cache_dir: Optional[str], **options: Any) -> int:
         """Check model files: saved TorchScript archives (.pt, .ptl, .zip, torch.package, any
         name: the bytes decide), torch.save checkpoints, .pt2 and pickles (their pickles
         scanned), .code files, directories of them, or - for standard input.
@@ -280,7 +334,8 @@ def register(group: click.Group) -> None:
         """
         return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color,
                          output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
-                         write_baseline=write_baseline, skip_other=skip_other)
+                         write_baseline=write_baseline, skip_other=skip_other, cache_dir=cache_dir,
+                         dask=dask_scheduler)
 
     @group.command("scan")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")

@@ -57,17 +57,41 @@ class Extractor:
 
     # -- files and classes -------------------------------------------------------
     def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
-        # Every function is prepared (definitions, returns) before any condition is read,
-        # so that calls to functions later in the text are followed too.
+        return self.finish(self.start(body))
+
+    def start(self, body: list[Stmt]) -> tuple[list[dict], list]:
+        """Every function prepared (definitions, returns) before any condition is read,
+        so that calls to functions later in the text, or in other files, are followed too."""
         classes, functions = [], []
         for stmt in body:
             if stmt.kind == "class":
                 classes.append(self.class_def(stmt))
             elif stmt.kind == "def":
                 functions.append(self._prepare(stmt, self.owner, None))
+        return classes, functions
+
+    def finish(self, started: tuple[list[dict], list]) -> tuple[list[dict], list[dict]]:
+        classes, functions = started
         for cls in classes:
             cls["methods"] = [self._finish(m) for m in cls["methods"]]
         return classes, [self._finish(f) for f in functions]
+
+    def declarations(self, body: list[Stmt]) -> dict:
+        """The classes (declarations only) and the function names of a file: the archive pre-pass."""
+        classes, functions = [], []
+        for stmt in body:
+            if stmt.kind == "class":
+                head = self._class_head(stmt)
+                classes.append({
+                    "qualified_name": head["qualified_name"], "kind": head["kind"],
+                    "parameters": head["parameters"], "buffers": head["buffers"],
+                    "attributes": [{"name": a["name"], "type": a["type"], "final": a["final"]}
+                                   for a in head["attributes"]],
+                })
+                functions.extend(f"{head['qualified_name']}.{d.group('name')}" for d in head["defs"])
+            elif stmt.kind == "def":
+                functions.append(self._qualified(stmt, self.owner))
+        return {"classes": classes, "functions": functions}
 
     def lookup(self, qualified: str) -> Optional[Callee]:
         """A callee whose body is available: in this text first, then in the archive."""
@@ -77,6 +101,25 @@ class Extractor:
         return found
 
     def class_def(self, stmt: Stmt) -> dict:
+        head = self._class_head(stmt)
+        qualified, parameters, buffers, attributes = (
+            head["qualified_name"], head["parameters"], head["buffers"], head["attributes"])
+        declared = self._declared(parameters, buffers, attributes)
+        methods = [self._prepare(d, qualified, declared) for d in head["defs"]]
+        return {
+            "name": head["name"],
+            "qualified_name": qualified,
+            "kind": head["kind"],
+            "bases": head["bases"],
+            "parameters": parameters,
+            "buffers": buffers,
+            "attributes": attributes,
+            "methods": methods,
+            "span": self.source.span(stmt.start, stmt.block_end),
+        }
+
+    def _class_head(self, stmt: Stmt) -> dict:
+        """Name, kind, bases and declarations of a class statement, and its ``def`` children."""
         name = stmt.group("name")
         qualified = f"{self.module}.{name}" if self.module else name
         bases = self._split(stmt.span_of("bases")) if stmt.group("bases") else []
@@ -114,19 +157,8 @@ class Extractor:
                 })
             elif k == "def":
                 defs.append(child)
-        declared = self._declared(parameters, buffers, attributes)
-        methods = [self._prepare(d, qualified, declared) for d in defs]
-        return {
-            "name": name,
-            "qualified_name": qualified,
-            "kind": kind,
-            "bases": bases,
-            "parameters": parameters,
-            "buffers": buffers,
-            "attributes": attributes,
-            "methods": methods,
-            "span": self.source.span(stmt.start, stmt.block_end),
-        }
+        return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
+                "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
 
     def _declared(self, parameters, buffers, attributes) -> dict[str, tuple[str, Optional[str]]]:
         """Role and type of every attribute the class declares."""
@@ -172,6 +204,20 @@ class Extractor:
     # -- functions -----------------------------------------------------------------
     def function(self, stmt: Stmt, owner: Optional[str], declared) -> dict:
         return self._finish(self._prepare(stmt, owner, declared))
+
+    def _qualified(self, stmt: Stmt, owner: Optional[str]) -> str:
+        """The qualified name :meth:`_prepare` gives a ``def`` (without walking its body)."""
+        name = stmt.group("name")
+        if owner:
+            return f"{owner}.{name}"
+        if self.module:
+            return f"{self.module}.{name}"
+        spans = stmt.match.spans("param")
+        if spans:
+            p = self._param(self.text, *spans[0])
+            if p and p.group("name") == self.sem.self_name and p.group("annotation"):
+                return f"{p.group('annotation')}.{name}"
+        return name
 
     def _prepare(self, stmt: Stmt, owner: Optional[str], declared):
         text = self.text

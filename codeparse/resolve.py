@@ -31,7 +31,8 @@ from .codes import diagnostic
 from .grammar import load_grammar
 from .models import Archive, Branch, ClassDef, CodeFile, Finding, Function, ModuleNode
 
-__all__ = ["parse_program", "resolve", "condition_finding", "to_finding", "CONDITION_CODES"]
+__all__ = ["parse_program", "resolve", "analyse", "Analysis", "condition_finding", "condition_diagnostic",
+           "to_finding", "CONDITION_CODES"]
 
 # Condition kind -> finding code (DESIGN.md §5 rows); `self.training` has its own code.
 CONDITION_CODES = {
@@ -67,8 +68,8 @@ def to_finding(d: dict, origins: Optional[dict] = None) -> Finding:
     return Finding.model_validate(data)
 
 
-def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict] = None) -> Finding:
-    """The condition finding of one ``if`` (an :class:`IfStatement`)."""
+def condition_diagnostic(path: str, function: str, if_: Any) -> dict:
+    """The condition finding of one ``if`` (an :class:`IfStatement`), as a diagnostic dict."""
     cond = if_.condition
     code = CONDITION_CODES[cond.kind]
     if cond.kind == "attribute" and any(s.ref.endswith(".training") for s in cond.sources):
@@ -82,7 +83,12 @@ def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict
     d = diagnostic(code, path, if_.span.model_dump(), condition=_excerpt(shown_text), sources=sources,
                    function=function, kind=cond.kind)
     d["sources"] = [s.model_dump() for s in cond.sources]
-    return to_finding(d, origins)
+    return d
+
+
+def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict] = None) -> Finding:
+    """The condition finding of one ``if`` (an :class:`IfStatement`)."""
+    return to_finding(condition_diagnostic(path, function, if_), origins)
 
 
 class _Program:
@@ -178,62 +184,214 @@ def _type_names(root: str) -> Callable[[str], list[str]]:
     return lambda text: [n for n in dotted.findall(text) if n.startswith(prefix)] if text else []
 
 
+class _Declarations:
+    """The class declarations of every code entry of an archive, from the pre-pass:
+    the ``types`` hook of the one parse of each entry (every class known)."""
+
+    def __init__(self, summaries: Iterable[dict]):
+        self.classes: dict[str, dict] = {}
+        for summary in summaries:
+            self.classes.setdefault(summary["qualified_name"], summary)
+        self._declared: dict[str, Declared] = {}
+
+    def types(self, qualified: str) -> Optional[tuple[str, Declared]]:
+        summary = self.classes.get(qualified)
+        if summary is None:
+            return None
+        declared = self._declared.get(qualified)
+        if declared is None:
+            from .api import _sem
+            from .extract import Extractor
+
+            shim = SimpleNamespace(sem=_sem(), types=self.types)
+            declared = Extractor._declared(shim, summary["parameters"], summary["buffers"], summary["attributes"])
+            self._declared[qualified] = declared
+        return summary["kind"], declared
+
+
+class _Functions:
+    """The ``functions`` hook of one archive's parse: the callee of every function of
+    every file.  A file's functions are walked (:func:`codeparse.api.start_file`) when
+    the file is parsed, or earlier, on the first lookup of one of them (the pre-pass
+    knows which file defines which function), so every lookup sees every file."""
+
+    def __init__(self, defined_in: dict[str, int], start: Callable[[int], Any]):
+        self.callees: dict[str, Any] = {}
+        self.active: set = set()  # summaries being computed, shared by all files
+        self.defined_in = defined_in
+        self._start = start
+        self.consulted: Optional[set[str]] = None  # names looked up while one file is parsed
+
+    def register(self, qualified: str, callee: Any) -> None:
+        self.callees.setdefault(qualified, callee)
+
+    def get(self, qualified: str) -> Any:
+        found = self.callees.get(qualified)
+        if found is None and qualified in self.defined_in:
+            self._start(self.defined_in[qualified])
+            found = self.callees.get(qualified)
+        return found
+
+    def __call__(self, qualified: str) -> Any:
+        if self.consulted is not None:
+            self.consulted.add(qualified)
+        return self.get(qualified)
+
+
+class _Answers:
+    """What the parse of one file consulted, as plain data a cached parse is checked against:
+    ``type:Q`` the class kind and declared attributes, ``function:Q`` a callee's
+    parameters, return type and the summary of what its return value depends on."""
+
+    def __init__(self, declarations: _Declarations, functions: _Functions):
+        self.declarations = declarations
+        self.functions = functions
+        self._memo: dict[str, Optional[list]] = {}
+
+    def __call__(self, key: str) -> Optional[list]:
+        if key not in self._memo:
+            from .cache import answer_of
+
+            kind, _, qualified = key.partition(":")
+            if kind == "type":
+                self._memo[key] = answer_of(self.declarations.types(qualified))
+            else:
+                callee = self.functions.get(qualified)
+                self._memo[key] = None if callee is None else [
+                    [[name, bool(default)] for name, default in callee.params], callee.returns,
+                    sorted(([*item] for item in callee.summary()), key=repr)]
+        return self._memo[key]
+
+
+def _with_path(cf: CodeFile, path: str) -> CodeFile:
+    """A cached file (stored with an empty path) under its path in this archive."""
+    return cf.model_copy(update={"path": path, "diagnostics": [d.model_copy(update={"path": path})
+                                                               for d in cf.diagnostics]})
+
+
 def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = None,
-                  ) -> tuple[list[CodeFile], list[dict]]:
+                  cache: Any = None) -> tuple[list[CodeFile], list[dict]]:
     """Parse the code entries of one archive (``(path, bytes)`` in stored order) as one program.
 
-    Files are parsed last to first, so that the classes a file refers to (stored after
-    it: ``__torch__.py`` first, the library modules later) are usually known when it is
-    parsed, and each file is given the declarations of the classes read so far.  A file
-    that asked for a class read only later is parsed again with all of them.  The functions
-    of every file parsed so far are given too (:class:`~codeparse.inference.CalleeRegistry`),
-    so that conditions follow calls across files; a file that called a function read
-    only later is parsed again as well.  Returns
-    the CodeFiles in stored order, and findings for entries that are not code text.
+    A pre-pass runs the statement classifier alone over every entry and collects the
+    classes each declares and the functions it defines (:func:`codeparse.api.declarations`).
+    Then each entry is parsed once, with every class of the archive known (the ``types``
+    hook) and every function of the archive reachable (the ``functions`` hook: a file's
+    functions are walked when it is parsed, or on the first call into them), reusing its
+    classified statements.  ``cache`` (a :class:`codeparse.cache.EntryCache`; a fresh
+    in-memory one by default) skips the classifier and the parse of an entry met before
+    whose every consulted declaration and function summary gives the same answer here
+    (see :mod:`codeparse.cache`).  Returns the CodeFiles in stored order, and findings
+    for entries that are not code text.
     """
-    from .api import InputError, _sem, parse_bytes
-    from .inference import CalleeRegistry
+    from .api import InputError, declarations, decode_code, finish_file, module_name_for, prepare_text, start_file
+    from .cache import EntryCache
 
-    prog = _Program([], _sem().root, {})
-    # Functions of every file, so that calls are followed across files (rule 3).
-    callees = CalleeRegistry(_sem().root)
-    parsed: dict[str, CodeFile] = {}
+    if cache is None:
+        cache = EntryCache()
     findings: dict[str, dict] = {}
-    for path, data in reversed(entries):
-        prog.current = callees.current = path
+    items: list[dict] = []
+    for path, data in entries:
         try:
-            cf = parse_bytes(data, path, grammar, types=prog.types, functions=callees)
+            text, extra = decode_code(data, path)
         except InputError as exc:
             findings[path] = diagnostic(exc.code, path, None, reason=exc.message)
             continue
-        parsed[path] = cf
-        prog.add(cf)
-    prog.current = callees.current = None
-    prog._declared.clear()  # declarations computed while classes were missing
-    data_of = dict(entries)
-    again = {path for path, missed in prog.misses.items() if any(q in prog.classes for q in missed)}
-    again |= {path for path, missed in callees.misses.items() if any(q in callees.callees for q in missed)}
-    for path, _ in entries:
-        if path in parsed and path in again:
-            parsed[path] = parse_bytes(data_of[path], path, grammar, types=prog.types, functions=callees)
-    files = [parsed[p] for p, _ in entries if p in parsed]
+        key = cache.key(data, grammar, module_name_for(path))
+        declared = cache.declarations(key)
+        prepared = None
+        if declared is None:
+            prepared = prepare_text(text, path, grammar, extra)
+            declared = declarations(prepared)
+            cache.put_declarations(key, declared)
+        items.append({"path": path, "key": key, "text": text, "extra": extra, "prepared": prepared,
+                      "declared": declared, "started": None, "types": set(), "functions": set()})
+    # A name declared twice: the last stored file's wins (as the reverse-order reading did).
+    program = _Declarations(c for item in reversed(items) for c in item["declared"]["classes"])
+    defined_in: dict[str, int] = {}
+    for index in range(len(items) - 1, -1, -1):
+        for name in items[index]["declared"]["functions"]:
+            defined_in.setdefault(name, index)
+
+    def start(index: int) -> Any:
+        item = items[index]
+        if item["started"] is None:
+            if item["prepared"] is None:
+                item["prepared"] = prepare_text(item["text"], item["path"], grammar, item["extra"])
+            seen = item["types"]
+
+            def types(qualified: str):
+                seen.add(qualified)  # what this file's parse consulted, for its cache entry
+                return program.types(qualified)
+
+            item["started"] = True  # a lookup while walking this file's own functions does not start it again
+            outer, functions.consulted = functions.consulted, item["functions"]
+            try:
+                item["started"] = start_file(item["prepared"], None, types, functions)
+            finally:
+                functions.consulted = outer
+        return item["started"]
+
+    functions = _Functions(defined_in, start)
+    answers = _Answers(program, functions)
+    files: list[CodeFile] = []
+    for index, item in enumerate(items):
+        path = item["path"]
+        hit = cache.parse(item["key"], answers)
+        if hit is not None:
+            model = hit.get("model")
+            if model is None:
+                model = hit["model"] = CodeFile.model_validate(hit["file"])
+            files.append(_with_path(model, path))
+            continue
+        started = start(index)
+        functions.consulted = item["functions"]
+        try:
+            cf = finish_file(started)
+        finally:
+            functions.consulted = None
+        consulted = {f"type:{q}": answers(f"type:{q}") for q in sorted(item["types"])}
+        consulted.update({f"function:{q}": answers(f"function:{q}") for q in sorted(item["functions"])})
+        stored = _with_path(cf, "")
+        cache.put_parse(item["key"], consulted, stored, lambda stored=stored: stored.model_dump(mode="json"))
+        files.append(cf)
     return files, [findings[p] for p, _ in entries if p in findings]
 
 
-def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[int], entries: int,
-            files: list[CodeFile], maps: dict[str, dict[int, tuple[str, int]]],
-            root_class: Optional[str], findings: Iterable[dict],
-            extra_declarations: Optional[dict[str, Declared]] = None) -> Archive:
-    """Build the :class:`Archive` from its parsed code files (see the module docs)."""
+class Analysis:
+    """One archive's program resolved: what :func:`resolve` and ``check`` share.
+
+    ``per_file`` holds, for each code file, its findings as plain diagnostic dicts (no
+    origin yet: debug info is read only for findings that are kept), in the order
+    they were found; ``conditions`` every ``if`` as ``(file, function, if, reachable)``.
+    """
+
+    def __init__(self, prog: _Program, graph: dict[str, list[str]], root_class: Optional[str],
+                 reachable: list[str], per_file: dict[str, list[dict]], conditions: list[tuple]):
+        self.prog = prog
+        self.graph = graph
+        self.root_class = root_class
+        self.reachable = reachable
+        self.per_file = per_file
+        self.conditions = conditions
+
+    def file_findings(self, path: str) -> list[dict]:
+        """The findings of one file, by position (stable: found order breaks ties)."""
+        return sorted(self.per_file.get(path, []), key=lambda d: (d["span"] or {}).get("start", -1))
+
+
+def analyse(files: list[CodeFile], root_class: Optional[str],
+            extra_declarations: Optional[dict[str, Declared]] = None) -> Analysis:
+    """Resolve types, calls and reachability over the code files; collect their findings."""
     from .api import _sem
 
     sem = _sem()
     prog = _Program(files, sem.root, extra_declarations or {})
 
-    per_file: dict[str, list[Finding]] = {cf.path: [] for cf in files}
+    per_file: dict[str, list[dict]] = {cf.path: [] for cf in files}
 
     def add(file_path: str, d: dict) -> None:
-        per_file.setdefault(file_path, []).append(to_finding(d, maps.get(file_path)))
+        per_file.setdefault(file_path, []).append(d)
 
     # Type names in declarations and signatures.
     names_in = _type_names(sem.root)
@@ -311,10 +469,9 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
                 edges.append(target)
         graph[qn] = edges
 
-    # The root module, its tree, and what its forward reaches.
+    # The root module and what its forward reaches.
     if root_class not in prog.classes:
         root_class = _guess_root(prog)
-    tree = _tree(prog, root_class, "self", 0, set()) if root_class else None
     entry_points = []
     if root_class and f"{root_class}.forward" in prog.functions:
         entry_points.append(f"{root_class}.forward")
@@ -324,32 +481,45 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
     reach_all = not entry_points
     reachable_set = set(reachable)
 
-    branches: list[Branch] = []
+    conditions: list[tuple] = []
     for cf in files:
-        origins = maps.get(cf.path)
         for d in cf.diagnostics:
             add(cf.path, d.model_dump())
         for fn in _functions_of(cf):
             live = reach_all or fn.qualified_name in reachable_set
             for if_ in fn.ifs:
-                origin = origins.get(if_.span.line) if origins else None
-                branches.append(Branch(
-                    path=cf.path, function=fn.qualified_name, span=if_.span, condition=if_.condition.text,
-                    resolved=if_.condition.resolved, sources=list(if_.condition.sources),
-                    kind=if_.condition.kind, reachable=live,
-                    origin={"path": origin[0], "line": origin[1]} if origin else None,
-                ))
+                conditions.append((cf.path, fn.qualified_name, if_, live))
                 if live:
-                    per_file.setdefault(cf.path, []).append(
-                        condition_finding(cf.path, fn.qualified_name, if_, origins))
+                    add(cf.path, condition_diagnostic(cf.path, fn.qualified_name, if_))
+    return Analysis(prog, graph, root_class, reachable, per_file, conditions)
 
+
+def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[int], entries: int,
+            files: list[CodeFile], maps: dict[str, dict[int, tuple[str, int]]],
+            root_class: Optional[str], findings: Iterable[dict],
+            extra_declarations: Optional[dict[str, Declared]] = None) -> Archive:
+    """Build the :class:`Archive` from its parsed code files (see the module docs)."""
+    analysis = analyse(files, root_class, extra_declarations)
+    prog = analysis.prog
+    branches: list[Branch] = []
+    for file_path, function, if_, live in analysis.conditions:
+        origins = maps.get(file_path)
+        origin = origins.get(if_.span.line) if origins else None
+        branches.append(Branch(
+            path=file_path, function=function, span=if_.span, condition=if_.condition.text,
+            resolved=if_.condition.resolved, sources=list(if_.condition.sources),
+            kind=if_.condition.kind, reachable=live,
+            origin={"path": origin[0], "line": origin[1]} if origin else None,
+        ))
     out: list[Finding] = [to_finding(d) for d in findings]
     for cf in files:
-        out.extend(sorted(per_file.get(cf.path, []), key=lambda f: (f.span.start if f.span else -1)))
+        origins = maps.get(cf.path)
+        out.extend(to_finding(d, origins) for d in analysis.file_findings(cf.path))
     return Archive(
         path=path, layout=layout, root=root, version=version, entries=entries, files=files,
-        classes=prog.classes, functions=prog.functions, root_class=root_class, module_tree=tree,
-        call_graph=graph, reachable=reachable, branches=branches,
+        classes=prog.classes, functions=prog.functions, root_class=analysis.root_class,
+        module_tree=_tree(prog, analysis.root_class, "self", 0, set()) if analysis.root_class else None,
+        call_graph=analysis.graph, reachable=analysis.reachable, branches=branches,
         source_map={p: {line: {"path": o[0], "line": o[1]} for line, o in m.items()} for p, m in maps.items()},
         findings=out,
     )

@@ -1,0 +1,231 @@
+"""The content cache of parsed archive entries: in process always, on disk when asked.
+
+``torch/nn/*`` files are byte-identical across the archives of a model zoo and across
+CI runs, so ``check`` parses an entry once and reuses the result wherever the same
+entry comes back with the same surroundings.
+
+**Key.**  An entry's *content key* is the SHA-256 of: the cache format
+(:data:`FORMAT`), the codeparse fingerprint (version, and a digest of the package's
+Python files and grammar files, so an edited checkout never reads a stale entry), the
+forced grammar id (or none: detected from the text), the entry's module name
+(``__torch__.torch.nn.modules.linear``, from its path) and its bytes.  Under one content
+key the cache holds:
+
+* ``declarations``: the classes the entry declares, from the statement classifier
+  alone (the pre-pass of :func:`codeparse.resolve.parse_program`); they depend on the
+  content key only;
+* ``parses``: one or more parsed files, each with the declarations it *consulted*
+  (every class summary the parser asked for through its ``types`` hook, with the
+  answer it got).  A stored parse is reused only when every one of those questions
+  gets the same answer in the archive at hand: the parse would then ask the same
+  questions and build the same file.
+* ``origins``: for a ``.debug_pkl`` (keyed by its own SHA-256), the original
+  ``(file, line)`` of each code line (:func:`codeparse.debuginfo.line_origins`), or the
+  finding reading it gave.
+
+Paths are not part of an entry: a stored file has an empty path, filled in on reuse.
+
+**On disk** (``--cache-dir DIR``, or ``cache-dir`` in ``[tool.codeparse]``; off by
+default, so reading an archive writes nothing unless asked): one JSON file per content
+key, ``DIR/<2 hex>/<key>.json``, ``{"format": 1, "fingerprint": ..., ...}``.  Never
+pickle or marshal: a cache directory shared with others cannot run code here.  Files
+are written whole to a temporary name in the same folder and renamed into place
+(``os.replace``), so parallel writers (``--jobs``, Dask workers) never leave a torn
+file; a reader that finds a file it cannot parse, of another format or fingerprint,
+treats it as a miss.  When two writers race, the last rename wins and the other
+parse is simply not kept.
+
+**In process** (always on): the same entries in a dictionary for the life of one
+:class:`EntryCache` (one ``check`` run), bounded to :data:`MEMORY_ENTRIES` keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+__all__ = ["FORMAT", "EntryCache", "fingerprint", "answer_of"]
+
+FORMAT = 1
+MEMORY_ENTRIES = 4096  # content keys kept in memory per run
+MAX_PARSES = 8  # stored parses per content key (different surroundings)
+
+_fingerprint: Optional[str] = None
+
+
+def fingerprint() -> str:
+    """codeparse's version and a digest of its Python files and grammars (once per process)."""
+    global _fingerprint
+    if _fingerprint is None:
+        from .grammar import grammar_dir
+
+        try:
+            from importlib.metadata import version
+
+            release = version("codeparse")
+        except Exception:  # noqa: BLE001 - a source checkout without metadata
+            release = "unknown"
+        digest = hashlib.sha256(release.encode())
+        package = Path(__file__).resolve().parent
+        files = sorted(package.rglob("*.py")) + sorted(grammar_dir().glob("*"))
+        for f in files:
+            if f.is_file():
+                digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        _fingerprint = f"{release}+{digest.hexdigest()[:16]}"
+    return _fingerprint
+
+
+def answer_of(found: Optional[tuple[str, dict]]) -> Optional[list]:
+    """A ``types`` hook answer as plain JSON data (comparable with a stored one)."""
+    if found is None:
+        return None
+    kind, declared = found
+    return [kind, [[name, role, typ] for name, (role, typ) in declared.items()]]
+
+
+class EntryCache:
+    """Parsed entries by content key: in memory always, in ``directory`` when given."""
+
+    def __init__(self, directory: Optional[str | os.PathLike] = None):
+        self.directory = Path(directory) if directory else None
+        self._memory: dict[str, dict] = {}
+        self.hits = 0
+        self.misses = 0
+
+    # -- keys ----------------------------------------------------------------
+    @staticmethod
+    def key(data: bytes, grammar: Optional[str], module: Optional[str]) -> str:
+        digest = hashlib.sha256(f"codeparse-cache {FORMAT}\0{fingerprint()}\0{grammar or ''}\0{module or ''}\0"
+                                .encode())
+        digest.update(data)
+        return digest.hexdigest()
+
+    # -- records -------------------------------------------------------------
+    def _record(self, key: str) -> dict:
+        record = self._memory.get(key)
+        if record is None:
+            record = self._load(key) or {"declarations": None, "parses": [], "origins": {}, "program": None}
+            if len(self._memory) >= MEMORY_ENTRIES:
+                self._memory.pop(next(iter(self._memory)))
+            self._memory[key] = record
+        return record
+
+    def _path(self, key: str) -> Path:
+        assert self.directory is not None
+        return self.directory / key[:2] / f"{key}.json"
+
+    def _load(self, key: str) -> Optional[dict]:
+        if self.directory is None:
+            return None
+        try:
+            with open(self._path(key), "rb") as handle:
+                data = json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != fingerprint():
+            return None
+        parses = data.get("parses")
+        origins = data.get("origins")
+        return {"declarations": data.get("declarations"), "parses": parses if isinstance(parses, list) else [],
+                "origins": origins if isinstance(origins, dict) else {}, "program": data.get("program")}
+
+    def _save(self, key: str, record: dict) -> None:
+        """Write the record whole under a temporary name, then rename it into place."""
+        if self.directory is None:
+            return
+        body = {"format": FORMAT, "fingerprint": fingerprint(), "declarations": record["declarations"],
+                "parses": [{"consulted": p["consulted"], "file": p["file"]} for p in record["parses"]],
+                "origins": record["origins"], "program": record["program"]}
+        folder = self._path(key).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(body, handle, separators=(",", ":"))
+                os.replace(tmp, self._path(key))
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            return  # a cache that cannot be written is only a slower run
+
+    # -- declarations (pre-pass) ----------------------------------------------
+    def declarations(self, key: str) -> Optional[list[dict]]:
+        found = self._record(key)["declarations"]
+        return found if isinstance(found, list) else None
+
+    def put_declarations(self, key: str, declarations: list[dict]) -> None:
+        self._record(key)["declarations"] = declarations
+
+    # -- parses ----------------------------------------------------------------
+    def parse(self, key: str, ask: Callable[[str], Optional[list]]) -> Optional[Any]:
+        """A stored parse whose every consulted declaration gets the same answer from ``ask``:
+        the file (a CodeFile with an empty path, or its JSON data), else None."""
+        record = self._record(key)
+        for entry in record["parses"]:
+            consulted = entry.get("consulted")
+            if not isinstance(consulted, dict):
+                continue
+            if all(ask(q) == a for q, a in consulted.items()):
+                self.hits += 1
+                return entry
+        self.misses += 1
+        return None
+
+    def put_parse(self, key: str, consulted: dict[str, Optional[list]], file: Any, data: Callable[[], dict]) -> None:
+        """Keep a parse (``file`` in memory; ``data()``, its JSON form, written to disk)."""
+        record = self._record(key)
+        entry = {"consulted": consulted, "model": file}
+        if self.directory is not None:
+            entry["file"] = data()
+        record["parses"] = ([entry] + record["parses"])[:MAX_PARSES]
+        self._save_parses(key, record)
+
+    def _save_parses(self, key: str, record: dict) -> None:
+        if self.directory is None:
+            return
+        if any("file" not in p for p in record["parses"]):
+            record["parses"] = [p for p in record["parses"] if "file" in p]
+        self._save(key, record)
+
+    # -- whole programs ------------------------------------------------------------
+    @staticmethod
+    def program_key(parts: list[str]) -> str:
+        """The key of one archive's resolved program: its code entries' names and content keys,
+        its root class and layout (``parts``, in order)."""
+        digest = hashlib.sha256(f"codeparse-program {FORMAT}\0{fingerprint()}\0".encode())
+        for part in parts:
+            digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+        return digest.hexdigest()
+
+    def program(self, key: str) -> Optional[dict]:
+        found = self._record(key)["program"]
+        return found if isinstance(found, dict) else None
+
+    def put_program(self, key: str, value: dict) -> None:
+        record = self._record(key)
+        record["program"] = value
+        self._save_parses(key, record)
+
+    # -- debug info --------------------------------------------------------------
+    def origins(self, key: str, debug_key: str) -> Optional[Any]:
+        return self._record(self._origins_key(key, debug_key))["origins"].get(debug_key)
+
+    def put_origins(self, key: str, debug_key: str, value: Any) -> None:
+        okey = self._origins_key(key, debug_key)
+        record = self._record(okey)
+        record["origins"][debug_key] = value
+        self._save_parses(okey, record)
+
+    @staticmethod
+    def _origins_key(key: str, debug_key: str) -> str:
+        """Origins live in their own small file: reading them never loads the parse."""
+        return hashlib.sha256(f"origins\0{key}\0{debug_key}".encode()).hexdigest()

@@ -1,0 +1,154 @@
+"""Issue 13: parse once, debug info on demand, the content cache (in process and on disk)."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import codeparse
+from codeparse import debuginfo
+from codeparse.archive import read_archive
+from codeparse.cache import FORMAT, EntryCache
+from codeparse.cli import main
+from codeparse.models import Policy
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHIVES = ROOT / "fixtures" / "archives"
+CUSTOM = ARCHIVES / "custom_model.script.pt"
+SOME = [CUSTOM, ARCHIVES / "params.script.pt", ARCHIVES / "custom_model.trace.pt",
+        ARCHIVES / "nn_multihead_attention.script.pt"]
+
+
+def _copy_with(src: Path, dst: Path, name: str, old: bytes, new: bytes) -> Path:
+    """``src`` with one entry's bytes edited (every other entry as torch wrote it)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == name:
+                assert old in data
+                data = data.replace(old, new)
+            zout.writestr(info, data)
+    return dst
+
+
+def _cache_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def test_reports_are_the_same_with_and_without_the_cache(tmp_path):
+    paths = [str(p) for p in SOME]
+    plain = codeparse.check(paths, Policy()).model_dump_json()
+    cold = codeparse.check(paths, Policy(), cache_dir=tmp_path).model_dump_json()
+    warm = codeparse.check(paths, Policy(), cache_dir=tmp_path).model_dump_json()
+    assert plain == cold == warm
+    files = _cache_files(tmp_path)
+    assert files and all(p.suffix == ".json" and not p.name.startswith(".tmp-") for p in files)
+    for p in files:
+        raw = p.read_bytes()
+        assert not raw.startswith(b"\x80")  # never a pickle
+        data = json.loads(raw)
+        assert data["format"] == FORMAT and data["fingerprint"]
+
+
+def test_the_key_covers_the_declarations_a_parse_consulted(tmp_path):
+    """The root file's bytes are the same in both archives, but the class it declares
+    ``custom_layer`` with is a module in one and a plain class in the other: the cached
+    parse of the first is not reused for the second."""
+    entry = "custom_model.script/code/__torch__/torch/nn/modules/conv.py"
+    edited = _copy_with(CUSTOM, tmp_path / "edited.pt", entry, b"class Conv2d(Module):", b"class Conv2d(object):")
+    root = f"{CUSTOM}!custom_model.script/code/__torch__.py"
+    fresh = {str(p): read_archive(p) for p in (CUSTOM, edited)}
+    fresh_root = {p: next(cf for cf in a.files if cf.path.endswith("!custom_model.script/code/__torch__.py"))
+                  for p, a in fresh.items()}
+    assert fresh_root[str(CUSTOM)].path == root
+    # The edit reaches the root file's parse: the layer is no submodule there any more.
+    roles = {p: {r.path: r.role for f in cf.classes for m in f.methods for r in m.self_refs}
+             for p, cf in fresh_root.items()}
+    assert roles[str(CUSTOM)]["self.custom_layer"] == "submodule"
+    assert roles[str(edited)]["self.custom_layer"] == "attribute"
+    shared = EntryCache(tmp_path / "cache")
+    for p in (CUSTOM, edited, CUSTOM, edited):
+        assert read_archive(p, cache=shared).model_dump_json() == fresh[str(p)].model_dump_json()
+    assert shared.hits and shared.misses
+    # From disk, in a new cache object (a later run), the same.
+    later = EntryCache(tmp_path / "cache")
+    for p in (edited, CUSTOM):
+        assert read_archive(p, cache=later).model_dump_json() == fresh[str(p)].model_dump_json()
+    assert later.misses == 0
+
+
+def test_jobs_share_a_cache_folder_safely(tmp_path):
+    paths = [str(p) for p in SOME] * 2
+    plain = codeparse.check(paths, Policy()).model_dump_json()
+    folder = tmp_path / "cache"
+    assert codeparse.check(paths, Policy(), jobs=2, cache_dir=folder).model_dump_json() == plain
+    files = _cache_files(folder)
+    assert files and not [p for p in files if p.name.startswith(".tmp-")]
+    # A damaged or foreign entry is a miss, never an error.
+    for i, p in enumerate(files):
+        p.write_text(["{", '{"format": 999}', "[]", "null"][i % 4])
+    assert codeparse.check(paths, Policy(), jobs=2, cache_dir=folder).model_dump_json() == plain
+
+
+def test_debug_info_is_read_only_for_origins_asked_for(monkeypatch):
+    calls = []
+    real = debuginfo.read_debug_pkl
+    monkeypatch.setattr(debuginfo, "read_debug_pkl", lambda *a, **k: calls.append(1) or real(*a, **k))
+    # Archive-level codes only: no finding asks for an origin.
+    report = codeparse.check([str(CUSTOM)], Policy(select=["CP3"]))
+    assert report.inputs[0].readable and calls == []
+    # One code file has branch findings: only its debug info is read.
+    report = codeparse.check([str(CUSTOM)], Policy(select=["CP201"]))
+    [finding] = report.inputs[0].findings
+    assert finding.origin is not None and finding.origin.line == 65 and len(calls) == 1
+    # open_archive (and the HTML report) read all of it, for the source map.
+    calls.clear()
+    archive = codeparse.open_archive(CUSTOM)
+    assert len(calls) == len(archive.source_map) == 11
+
+
+def test_cache_dir_from_the_command_line_and_pyproject(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", str(CUSTOM), "--format", "jsonl", "--config", os.devnull]) == 0
+    first = capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []  # off by default: nothing written
+    assert main(["check", str(CUSTOM), "--format", "jsonl", "--cache-dir", "c1"]) == 0
+    assert capsys.readouterr().out == first and _cache_files(tmp_path / "c1")
+    (tmp_path / "pyproject.toml").write_text('[tool.codeparse]\ncache-dir = "c2"\nfail-on = "error"\n')
+    assert main(["check", str(CUSTOM), "--format", "jsonl"]) == 0
+    assert capsys.readouterr().out == first and _cache_files(tmp_path / "c2")
+    (tmp_path / "pyproject.toml").write_text("[tool.codeparse]\ncache-dir = 3\n")
+    assert main(["check", str(CUSTOM)]) == 2
+    assert "cache-dir must be a folder name" in capsys.readouterr().err
+
+
+def test_an_entry_cache_without_a_folder_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cache = EntryCache()
+    for p in SOME + SOME:
+        read_archive(p, cache=cache)
+    assert cache.hits > 0 and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["custom_model.script.pt", "params.script.pt"])
+def test_one_parse_per_entry(name, monkeypatch):
+    """The pre-pass classifies each entry once; each entry is then extracted once."""
+    from codeparse import api
+
+    counts = {"prepare": 0, "build": 0}
+    prepare, build = api.prepare_text, api.build_file
+
+    def counting(fn, key):
+        def wrapped(*a, **k):
+            counts[key] += 1
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(api, "prepare_text", counting(prepare, "prepare"))
+    monkeypatch.setattr(api, "build_file", counting(build, "build"))
+    archive = read_archive(ARCHIVES / name)
+    assert counts == {"prepare": len(archive.files), "build": len(archive.files)}

@@ -1,0 +1,76 @@
+"""Issue 13: `check --dask` on a 2-worker LocalCluster, same findings as --jobs 2, Parquet out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codeparse.cli import main
+from codeparse.scale import FINDING_COLUMNS, INPUT_COLUMNS
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHIVES = ROOT / "fixtures" / "archives"
+PATHS = [str(ARCHIVES / n) for n in ("custom_model.script.pt", "params.script.pt", "nn_lstm.script.pt")]
+# distributed warns when another cluster on the machine holds the default dashboard port.
+pytestmark = pytest.mark.filterwarnings("ignore:Port .* is already in use:UserWarning")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as c:
+        yield c
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_dask_gives_the_same_report_as_jobs(cluster, capsys, tmp_path):
+    jobs = run(capsys, "check", *PATHS, "--jobs", "2", "--format", "jsonl", "--config", "/dev/null")
+    dask = run(capsys, "check", *PATHS, "--dask", cluster.scheduler_address, "--format", "jsonl",
+               "--config", "/dev/null", "--cache-dir", str(tmp_path / "cache"))
+    assert dask == jobs and jobs[0] == 0 and len(jobs[1].splitlines()) == len(PATHS)
+
+
+def test_parquet_dataset(cluster, capsys, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "dataset"
+    code, text, _ = run(capsys, "check", *PATHS, "--dask", cluster.scheduler_address, "--output-format", "parquet",
+                        "--output-file", str(out), "--config", "/dev/null")
+    _, jsonl, _ = run(capsys, "check", *PATHS, "--format", "jsonl", "--config", "/dev/null")
+    reports = [json.loads(line) for line in jsonl.splitlines()]
+    assert code == 0 and text.startswith(f"wrote {out}/findings")
+    findings = pq.read_table(out / "findings")
+    inputs = pq.read_table(out / "inputs")
+    assert tuple(findings.column_names) == FINDING_COLUMNS and tuple(inputs.column_names) == INPUT_COLUMNS
+    rows = sorted(findings.to_pylist(), key=lambda r: (PATHS.index(r["input"]), r["path"], r["line"] or 0,
+                                                      r["column"] or 0, r["code"]))
+    expected = sorted(
+        ({"input": r["path"], "path": f["path"], "code": f["code"], "name": f["name"], "severity": f["severity"],
+          "message": f["message"],
+          "line": f["span"]["line"] if f["span"] else None, "column": f["span"]["column"] if f["span"] else None,
+          "end_line": f["span"]["end_line"] if f["span"] else None,
+          "end_column": f["span"]["end_column"] if f["span"] else None,
+          "origin_path": f["origin"]["path"] if f["origin"] else None,
+          "origin_line": f["origin"]["line"] if f["origin"] else None,
+          "args": json.dumps(f["args"], sort_keys=True)}
+         for r in reports for f in r["findings"]),
+        key=lambda r: (PATHS.index(r["input"]), r["path"], r["line"] or 0, r["column"] or 0, r["code"]))
+    assert rows == expected and len(rows) > 20
+    summary = {r["input"]: r for r in inputs.to_pylist()}
+    assert summary[PATHS[0]]["files"] == 11 and summary[PATHS[0]]["warnings"] == 1
+    assert [summary[p]["branches"] for p in PATHS] == [r["branches"] for r in reports]
+
+
+def test_parquet_needs_dask_and_a_folder(capsys, tmp_path):
+    code, _, err = run(capsys, "check", PATHS[0], "--output-format", "parquet", "--output-file", str(tmp_path))
+    assert code == 2 and "needs --dask and --output-file" in err
+    code, _, err = run(capsys, "check", PATHS[0], "--output-file", str(tmp_path))
+    assert code == 2 and "--output-file is for --output-format parquet" in err
