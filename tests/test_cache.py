@@ -136,11 +136,10 @@ def test_an_entry_cache_without_a_folder_writes_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["custom_model.script.pt", "params.script.pt"])
 def test_one_parse_per_entry(name, monkeypatch):
-    """The pre-pass classifies each entry once; each entry is then extracted once."""
+    """The pre-pass classifies each entry once; each entry is then walked and read once."""
     from codeparse import api
 
-    counts = {"prepare": 0, "build": 0}
-    prepare, build = api.prepare_text, api.build_file
+    counts = {"prepare": 0, "start": 0, "finish": 0}
 
     def counting(fn, key):
         def wrapped(*a, **k):
@@ -148,7 +147,9 @@ def test_one_parse_per_entry(name, monkeypatch):
             return fn(*a, **k)
         return wrapped
 
-    monkeypatch.setattr(api, "prepare_text", counting(prepare, "prepare"))
-    monkeypatch.setattr(api, "build_file", counting(build, "build"))
+    for key in counts:
+        monkeypatch.setattr(api, f"{key}_text" if key == "prepare" else f"{key}_file",
+                            counting(getattr(api, f"{key}_text" if key == "prepare" else f"{key}_file"), key))
     archive = read_archive(ARCHIVES / name)
-    assert counts == {"prepare": len(archive.files), "build": len(archive.files)}
+    n = len(archive.files)
+    assert counts == {"prepare": n, "start": n, "finish": n}
