@@ -108,7 +108,8 @@ class EntryCache:
     def _record(self, key: str) -> dict:
         record = self._memory.get(key)
         if record is None:
-            record = self._load(key) or {"declarations": None, "parses": [], "origins": {}, "program": None}
+            record = self._load(key) or {"declarations": None, "parses": [], "origins": {}, "program": None,
+                                         "blob": None}
             if len(self._memory) >= MEMORY_ENTRIES:
                 self._memory.pop(next(iter(self._memory)))
             self._memory[key] = record
@@ -131,7 +132,8 @@ class EntryCache:
         parses = data.get("parses")
         origins = data.get("origins")
         return {"declarations": data.get("declarations"), "parses": parses if isinstance(parses, list) else [],
-                "origins": origins if isinstance(origins, dict) else {}, "program": data.get("program")}
+                "origins": origins if isinstance(origins, dict) else {}, "program": data.get("program"),
+                "blob": data.get("blob")}
 
     def _save(self, key: str, record: dict) -> None:
         """Write the record whole under a temporary name, then rename it into place."""
@@ -139,7 +141,7 @@ class EntryCache:
             return
         body = {"format": FORMAT, "fingerprint": fingerprint(), "declarations": record["declarations"],
                 "parses": [{"consulted": p["consulted"], "file": p["file"]} for p in record["parses"]],
-                "origins": record["origins"], "program": record["program"]}
+                "origins": record["origins"], "program": record["program"], "blob": record["blob"]}
         folder = self._path(key).parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -213,6 +215,21 @@ class EntryCache:
     def put_program(self, key: str, value: dict) -> None:
         record = self._record(key)
         record["program"] = value
+        self._save_parses(key, record)
+
+    # -- other results of one blob's bytes (a pickle's scan) ---------------------------
+    @staticmethod
+    def blob_key(kind: str, data: bytes) -> str:
+        digest = hashlib.sha256(f"codeparse-{kind} {FORMAT}\0{fingerprint()}\0".encode())
+        digest.update(data)
+        return digest.hexdigest()
+
+    def blob(self, key: str) -> Any:
+        return self._record(key).get("blob")
+
+    def put_blob(self, key: str, value: Any) -> None:
+        record = self._record(key)
+        record["blob"] = value
         self._save_parses(key, record)
 
     # -- debug info --------------------------------------------------------------

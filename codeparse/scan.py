@@ -50,9 +50,29 @@ def _nested_zip(reader: Any, name: str) -> bool:
     return head is not None and head in _ZIP_MAGIC
 
 
-def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "") -> tuple[list[PickleScan], list[dict]]:
+def _scan_stream(data: bytes, entry: str, cache: Any) -> list[PickleScan]:
+    """:func:`scan_stream`, through the content cache (:mod:`codeparse.cache`) when given:
+    the scan of a pickle depends on its bytes (and the tables in the cache's fingerprint)."""
+    if cache is None:
+        return scan_stream(data, entry)
+    import dataclasses
+
+    key = cache.blob_key("pickle-scan", data)
+    stored = cache.blob(key)
+    if isinstance(stored, list):
+        try:
+            return [PickleScan(**dict(s, entry=entry)) for s in stored]
+        except TypeError:
+            pass  # another layout: scanned again below
+    scans = scan_stream(data, entry)
+    cache.put_blob(key, [dataclasses.asdict(s) for s in scans])
+    return scans
+
+
+def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "",
+                         cache: Any = None) -> tuple[list[PickleScan], list[dict]]:
     """Scans of every pickle of an open zip (and of the zips nested in it); and findings
-    for entries that could not be read."""
+    for entries that could not be read.  ``cache``: a :class:`codeparse.cache.EntryCache`."""
     import zipfile
 
     from .archive import EntryRefused, ZipReader
@@ -67,7 +87,7 @@ def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "") -> tuple
             except EntryRefused as exc:
                 refused.append(exc.finding)
                 continue
-            scans.extend(scan_stream(data, shown))
+            scans.extend(_scan_stream(data, shown, cache))
         elif depth < _NESTED_DEPTH and _nested_zip(reader, name):
             try:
                 data = reader.read(name)
@@ -79,16 +99,16 @@ def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "") -> tuple
                 continue
             nested = ZipReader(reader.path, zf, reader.policy)
             nested.total = reader.total  # one budget for everything inflated from the file
-            inner, more = archive_pickle_scans(nested, depth + 1, shown + "!")
+            inner, more = archive_pickle_scans(nested, depth + 1, shown + "!", cache)
             reader.total = nested.total
             scans.extend(inner)
             refused.extend(more)
     return scans, refused
 
 
-def archive_pickle_findings(reader: Any) -> list[dict]:
+def archive_pickle_findings(reader: Any, cache: Any = None) -> list[dict]:
     """CP330-CP332 for the pickles of a TorchScript archive (see the module docs)."""
-    scans, refused = archive_pickle_scans(reader)
+    scans, refused = archive_pickle_scans(reader, cache=cache)
     return refused + list(pickle_findings(reader.path, scans))
 
 
