@@ -72,5 +72,3 @@ def test_parquet_dataset(cluster, capsys, tmp_path):
 def test_parquet_needs_dask_and_a_folder(capsys, tmp_path):
     code, _, err = run(capsys, "check", PATHS[0], "--output-format", "parquet", "--output-file", str(tmp_path))
     assert code == 2 and "needs --dask and --output-file" in err
-    code, _, err = run(capsys, "check", PATHS[0], "--output-file", str(tmp_path))
-    assert code == 2 and "--output-file is for --output-format parquet" in err
