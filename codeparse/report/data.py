@@ -9,9 +9,9 @@ true strings, and Jinja2's autoescape is the one place they become HTML.
 The data comes from the same functions ``check`` and ``diff`` use: the archive reader
 (:func:`codeparse.archive.read_archive`, which resolves classes, the module tree, what
 ``forward`` reaches and each line's original source line), the checker's policy and
-finding filter, and :func:`codeparse.tracediff.diff`.  The archive's entries are opened
-once more to read the code text the spans index into and, from ``.debug_pkl``, the
-original line's text.
+finding filter, and :func:`codeparse.tracediff.diff`.  The reader also hands over the
+code text the spans index into and each entry's debug info, from which the original
+line's text is taken (``.debug_pkl`` stores the source of every function it maps).
 """
 
 from __future__ import annotations
@@ -216,14 +216,18 @@ def _size_group(name: str) -> str:
     return "other"
 
 
-def _read_sources(path: str, policy: Policy, archive: Archive) -> tuple[dict[str, str], Any, list]:
-    """Code text per file path, a lookup of original line texts, and entry sizes."""
-    from ..api import decode_text
-    from ..archive import EntryRefused, _debug_entry, _open_zip
-    from ..debuginfo import read_debug_pkl
+def _read_sources(path: str, policy: Policy, archive: Archive, extras: dict) -> tuple[dict[str, str], Any, list]:
+    """Code text per file path, a lookup of original line texts, and entry sizes.
 
-    texts: dict[str, str] = {}
-    maps = []
+    The archive reader hands over, in ``extras["offset_maps"]``, the text and the debug
+    info (:class:`~codeparse.debuginfo.LineMap`) of every entry it mapped; entries without
+    debug info are read again here (their text only)."""
+    from ..api import decode_text
+    from ..archive import EntryRefused, _open_zip
+
+    mapped: dict[str, tuple[Any, str]] = extras.get("offset_maps") or {}
+    texts: dict[str, str] = {display: text for display, (_, text) in mapped.items()}
+    maps = [line_map for line_map, _ in mapped.values()]
     sizes: dict[str, list[int]] = {g: [0, 0] for g in SIZE_GROUPS}
     reader, _ = _open_zip(path, policy)
     try:
@@ -231,24 +235,14 @@ def _read_sources(path: str, policy: Policy, archive: Archive) -> tuple[dict[str
             group = sizes[_size_group(info.filename)]
             group[0] += 1
             group[1] += info.file_size
-        wanted = {cf.path for cf in archive.files}
-        marked = {cf.path for cf in archive.files if any(fn.ifs or fn.loops for fn in _functions(cf))}
+        wanted = {cf.path for cf in archive.files} - set(texts)
         for name in reader.names:
             display = reader.display(name)
             if display not in wanted:
                 continue
             try:
-                data = reader.read(name)
+                texts[display] = decode_text(reader.read(name))
             except EntryRefused:
-                continue
-            texts[display] = decode_text(data)
-            debug = _debug_entry(reader, name)
-            if debug is None or display not in archive.source_map or display not in marked:
-                continue  # original line texts are shown only for ifs and loops
-            try:
-                maps.append(read_debug_pkl(reader.read(debug, max(1 << 20, 16 * len(data))),
-                                           max_rows=len(data) + 1, max_chars=policy.max_debug_chars))
-            except Exception:  # noqa: BLE001 - the reader already reported why (CP314/CP315)
                 continue
     finally:
         reader._zf.close()
@@ -519,7 +513,7 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
             return _findings_only(view, check_input(path, policy))
         report = archive_report(path, archive, extras, policy)
         files = archive.files
-        texts, line_text, view.sizes = _read_sources(path, policy, archive)
+        texts, line_text, view.sizes = _read_sources(path, policy, archive, extras)
         origins = archive.source_map
         grammars = sorted({cf.grammar for cf in files}) or ["-"]
         view.summary = [
