@@ -69,7 +69,7 @@ class CaptureReport(Node):
     tracer_warnings: list[CaptureWarning] = Field(default_factory=list)
     diff: Optional[DiffReport] = Field(default=None, description="Null when either side failed.")
     saved: list[str] = Field(default_factory=list, description="Files written with `save_dir`.")
-    diagnostics: list[Diagnostic] = Field(default_factory=list, description="CP221-CP223 findings.")
+    diagnostics: list[Diagnostic] = Field(default_factory=list, description="CP221-CP224 findings.")
     outputs_wrapped: Optional[str] = Field(
         default=None, description="How the traced outputs were wrapped: `factory` (the factory's "
         "`wrap_outputs`), `default` (lists and dicts of tensors flattened), or null (not wrapped). "
@@ -146,6 +146,28 @@ def _error(exc: BaseException) -> CaptureError:
         message=first, detail=text,
         file=m.group("file") if m else None, line=int(m.group("line")) if m else None,
     )
+
+
+def _origins(data: bytes, texts: list[tuple[str, str]], prefix: str) -> dict:
+    """Original source lines of each code entry, from the archive's ``.debug_pkl`` entries
+    (read by the safe reader of :mod:`codeparse.debuginfo`; an entry it refuses maps nothing)."""
+    from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
+    from .models import SourceLocation
+
+    out: dict = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        names = set(z.namelist())
+        for entry, text in texts:
+            debug = entry + ".debug_pkl"
+            if debug not in names:
+                continue
+            try:
+                line_map = read_debug_pkl(z.read(debug), max_rows=len(text) + 1)
+            except (DebugInfoError, ForbiddenGlobal):
+                continue
+            out[prefix + entry] = {line: SourceLocation(path=f, line=n)
+                                   for line, (f, n) in line_origins(text, line_map).items()}
+    return out
 
 
 def _archive_code(torch: Any, module: Any) -> tuple[bytes, list[tuple[str, str]]]:
@@ -247,10 +269,12 @@ def capture(module: Any, example_inputs: Any = None, check_inputs: Any = None, *
         data, texts = _archive_code(torch, mod)
         archives[kind] = data
         side = side_from_texts(f"<{kind}>", [(f"<{kind}>!{entry}", text) for entry, text in texts])
+        side.origins = _origins(data, texts, f"<{kind}>!")
         sides[kind] = side
         report[kind] = [u.code_file for u in side.units]
     if "script" in sides and "trace" in sides:
         report["diff"] = diff(sides["script"], sides["trace"])
+        diagnostics.extend(d for d in report["diff"].diagnostics if d.code == "CP224")
     if save_dir is not None:
         out = Path(save_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -116,6 +116,7 @@ def test_trace_error_and_finding_codes():
 
 
 DIFF_MODELS = MODELS.parent / "models_diff.py"
+DIFF_LINES = DIFF_MODELS.read_text(encoding="utf-8").splitlines()
 
 
 def test_factory_contract_dict_form_and_default_wrapper(capsys):
@@ -128,7 +129,13 @@ def test_factory_contract_dict_form_and_default_wrapper(capsys):
     assert report.trace_error is None and report.outputs_wrapped == "default"
     # the compared trace is the model inside the wrapper; the scripted helper's if stays live
     assert "__torch__.models_diff.keep_confident(" in report.trace_code
-    assert report.diff is not None
+    # the scripted post-processing helper is still a call in the trace: its if is kept, and it
+    # names its original line (from the in-memory archive's .debug_pkl)
+    (kept,) = report.diff.ifs
+    assert (kept.function, kept.taken, kept.reason) == ("__torch__.models_diff.keep_confident", "kept", "kept")
+    assert (Path(kept.origin.path).name, kept.origin.line) == (
+        "models_diff.py", DIFF_LINES.index("    if bool(keep.any()):") + 1)
+    assert report.diff.diagnostics == []
     # the plain CLI says the outputs were wrapped
     assert main(["capture", f"{DIFF_MODELS}:detection_factory", "--no-color", "--no-check-trace"]) in (0, 1)
     assert "outputs wrapped (default) for the trace" in capsys.readouterr().out

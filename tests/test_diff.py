@@ -10,6 +10,7 @@ Lost calls and loops of the known_* cases are hand-written there, from how the m
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -108,6 +109,7 @@ def verdict(answer, truth) -> str:
     return "wrong"  # kept, yet Python ran it
 
 
+@functools.lru_cache(maxsize=None)
 def scored(case: str, form: str) -> list[tuple]:
     """(answer, truth, verdict) for every `if` the diff reports, in one input form."""
     archive = diff_paths(*archive_pair(case))
