@@ -85,7 +85,7 @@ from .api import InputError
 from .codes import diagnostic_model
 from .diffalign import TRACE_EXTRA, _Automaton, _align
 from .diffevents import (
-    SCALAR_OPERATORS, SCRIPT_MISSING, TRACE_EQUIVALENTS, Event, FunctionTree, IfNode, _events_in,
+    SCALAR_OPERATORS, SCRIPT_MISSING, TRACE_EQUIVALENTS, Event, FunctionTree, IfNode, LoopNode, _events_in,
     _LITERAL_NAMES, _MAX_INLINE_PATH, overload_base,
 )
 from .diffevidence import classify_run, raises, telling_labels, tracing_value
@@ -121,7 +121,8 @@ __all__ = [
 
 _CONSTANT_ATTR = "CONSTANTS"
 MISMATCH_SHARE = 0.30  # below this share of the trace's calls matched, the inputs do not belong together
-TIE_CHECK_LIMIT = 64  # ifs per function re-aligned with the branch forced (each is one more alignment)
+TIE_CHECK_LIMIT = 16  # ifs per function re-aligned with the branch forced (each is two more alignments)
+TIE_CHECK_WORK = 300_000  # ... within this many (trace events x automaton states) in all
 
 
 # ------------------------------------------------------------------------ report
@@ -293,7 +294,8 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
     t_tree = t_tree or trace_tree(t_fn, t_unit, s_tree.module)
     t_events = _flat(t_tree.items)
     labels = [e.label for e in t_events]
-    auto = _Automaton(s_tree.items)
+    static = static_branches(s_tree)
+    auto = _Automaton(s_tree.items, static)
     cost, steps = _align(auto, labels)
     path_read = _Reader(steps, t_events)
     if_execs, loop_execs = path_read.if_execs, path_read.loop_execs
@@ -312,7 +314,8 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
         [(n.index, n.loop.iter) for n in s_tree.loops if n.loop is not None],
         [n.loop.iter for n in t_tree.loops if n.loop is not None],
     )
-    forced_budget = [TIE_CHECK_LIMIT]
+    size = max(1, len(labels) * len(auto.edges))
+    forced_budget = [min(TIE_CHECK_LIMIT, TIE_CHECK_WORK // (2 * size))]
 
     def forced_costs(nodes: list[IfNode]) -> Optional[dict[str, int]]:
         """Cost of the whole alignment with every copy of the ``if`` forced to each branch."""
@@ -321,14 +324,16 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
         forced_budget[0] -= 1
         out = {}
         for branch in ("then", "else"):
-            c, _ = _align(_Automaton(s_tree.items, {n.index: branch for n in nodes}), labels, False)
+            c, _ = _align(_Automaton(s_tree.items, {**static, **{n.index: branch for n in nodes}}), labels, False)
             out[branch] = c
         return out if all(v >= 0 for v in out.values()) else None
 
     trace_labels = set(labels)
     ifs: list[IfDiff] = []
+    answer_of: dict[int, int] = {}  # if index (every inlined copy) -> position in `ifs`
     for node in s_tree.ifs:
         if node.stmt is not None:
+            answer_of[node.index] = len(ifs)
             ifs.append(_if_diff([node], if_execs.get(node.index, []), s_tree, tcall, origins,
                                 node.index in kept_ifs, forced_costs))
     # ifs of inlined callees: one entry per callee `if`, its runs gathered over every call site
@@ -340,8 +345,11 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
     for group in sites.values():
         callee = group[0][0]
         runs = [ex for _, n in group for ex in if_execs.get(n.index, [])]
+        for _, n in group:
+            answer_of[n.index] = len(ifs)
         ifs.append(_if_diff([n for _, n in group], runs, callee, tcall, origins, False, forced_costs,
                             inlined=True))
+    ifs = _unsure_skips(s_tree.items, ifs, answer_of, if_execs, loop_execs)
     # compiled functions the trace calls by name: their ifs still run, as TorchScript
     if script is not None:
         seen_kept: set[str] = set()
@@ -399,6 +407,40 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
     return FunctionDiff(module, ifs, lost, loops, baked, matched, len(t_events))
 
 
+_SURE = ("then", "else", "mixed", "kept")
+
+
+def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_execs: dict,
+                  loop_execs: dict) -> list[IfDiff]:
+    """An ``if`` the path never reached is ``neither`` only when what kept the path away is
+    sure: an enclosing ``if`` answered ``then``/``else``/``mixed``, or an enclosing loop whose
+    body would show in a trace ran zero times.  Behind an abstention it abstains too."""
+    unsure: set[int] = set()  # positions in `ifs` that must abstain
+
+    def walk(block: list, doubt: bool) -> None:
+        for item in block:
+            if isinstance(item, IfNode):
+                pos = answer_of.get(item.index)
+                ran = bool(if_execs.get(item.index))
+                if pos is not None and not ran and doubt:
+                    unsure.add(pos)
+                mine = doubt if not ran else (pos is None or ifs[pos].taken not in _SURE)
+                walk(item.then, mine)
+                walk(item.orelse, mine)
+            elif isinstance(item, LoopNode):
+                runs = loop_execs.get(item.index, [])
+                counted = any(e.telling for e in _events_in(item.body))
+                walk(item.body, doubt or (not any(lx.passes for lx in runs) and not counted))
+
+    walk(items, False)
+    out = list(ifs)
+    for pos in unsure:
+        answer = out[pos]
+        if answer.taken == "neither" and answer.reason in ("not_run", "inlined"):
+            out[pos] = answer.model_copy(update={"taken": "unknown", "reason": "no_evidence"})
+    return out
+
+
 def _origin(origins: dict, path: str, line: int) -> Optional[SourceLocation]:
     found = origins.get(path, {}).get(line)
     return found
@@ -422,6 +464,46 @@ def _flat(items: list) -> list[Event]:
     return sorted(_events_in(items), key=lambda e: (e.call.span.end, -e.call.span.start))
 
 
+def _static_branch(node: IfNode, tree: FunctionTree) -> Optional[tuple[str, str]]:
+    """The branch an ``if`` takes in any finished trace, known without the path: a tracing
+    predicate's value, or the branch that does not raise (a trace that finished never raised;
+    the stub of an ``@torch.jit.unused`` method is no raise)."""
+    stmt = node.stmt
+    predicate = tracing_value(stmt.condition.resolved or stmt.condition.text, tree.grammar)
+    if predicate is not None:
+        return ("then" if predicate else "else"), "tracing_predicate"
+    text = tree.unit.text
+
+    def text_of(event: Event) -> str:
+        """The raise call's text, with the definition of a message bound to a temporary."""
+        own = text[event.call.span.start:event.call.span.end]
+        call = tree.reader.read(event.call.span.start, event.call.span.end)
+        if isinstance(call, CallExpr) and call.args and isinstance(call.args[0], Name):
+            fn_text = text[tree.fn.span.start:tree.fn.span.end]
+            where = fn_text.find(f"{call.args[0].id} = ")
+            if where >= 0:
+                own += fn_text[where:fn_text.find("\n", where)]
+        return own
+
+    raising = [b for b, block in (("then", node.then), ("else", node.orelse)) if raises(block, text_of)]
+    if len(raising) == 1:
+        return ("else" if raising[0] == "then" else "then"), "raises"
+    return None
+
+
+def static_branches(tree: FunctionTree) -> dict[int, str]:
+    """:func:`_static_branch` of every ``if`` of a tree and its inlined callees, by index: the
+    alignment is forced through them, so what they guard is read from the right branch."""
+    out = {}
+    for t in [tree] + tree.inlined:
+        for node in t.ifs:
+            if node.stmt is not None:
+                found = _static_branch(node, t)
+                if found is not None:
+                    out[node.index] = found[0]
+    return out
+
+
 def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall, origins: dict,
              kept: bool, forced_costs, inlined: bool = False) -> IfDiff:
     """The answer for one ``if`` (``nodes``: its copies, one per inlined call site)."""
@@ -441,30 +523,13 @@ def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall,
     if kept:
         return answer("kept", "kept", executions=[], runs=0)
     evidence = [_dcall(e, tcall(t)) for ex in execs for e, t in ex.matched]
-    predicate = tracing_value(stmt.condition.resolved or stmt.condition.text, tree.grammar)
-    if predicate is not None:
-        taken = "then" if predicate else "else"
-        return answer(taken, "tracing_predicate", evidence, executions=[taken] * len(execs))
-    text = tree.unit.text
-
-    def text_of(event: Event) -> str:
-        """The raise call's text, with the definition of a message bound to a temporary."""
-        own = text[event.call.span.start:event.call.span.end]
-        node = tree.reader.read(event.call.span.start, event.call.span.end)
-        if isinstance(node, CallExpr) and node.args and isinstance(node.args[0], Name):
-            fn_text = text[tree.fn.span.start:tree.fn.span.end]
-            where = fn_text.find(f"{node.args[0].id} = ")
-            if where >= 0:
-                own += fn_text[where:fn_text.find("\n", where)]
-        return own
-
-    raising = [b for b, block in (("then", node.then), ("else", node.orelse)) if raises(block, text_of)]
-    if len(raising) == 1 and execs:  # the trace finished, so the raising branch did not run
-        taken = "else" if raising[0] == "then" else "then"
-        return answer(taken, "raises", evidence, executions=[taken] * len(execs))
     if not execs:
         missing = [_dcall(e, None) for e in _events_in(node.then + node.orelse) if e.telling]
         return answer("neither", "inlined" if inlined else "not_run", missing=missing)
+    static = _static_branch(node, tree)
+    if static is not None:
+        taken, reason = static
+        return answer(taken, reason, evidence, executions=[taken] * len(execs))
     if telling_labels(node.then) == telling_labels(node.orelse) and node.loop_flag is None:
         if not telling_labels(node.then):
             return answer("unknown", "no_evidence", executions=[])
@@ -489,7 +554,9 @@ def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall,
         _dcall(e, None) for b in not_taken for e in _events_in(branches[b]) if e.telling
     ] if taken in ("then", "else") else []
     costs = None
-    if taken in ("then", "else") and len(execs) == 1 and forced_costs is not None:
+    # an answer from absence alone is re-checked with the `if` forced each way (matched calls of
+    # the taken branch are evidence enough; identical branches were checked above)
+    if taken in ("then", "else") and reason == "absent" and len(execs) == 1 and forced_costs is not None:
         costs = forced_costs(nodes)
         if costs is not None and costs["then"] == costs["else"]:
             return answer("ambiguous", "tie", evidence, missing, costs, executions=[])
