@@ -412,19 +412,32 @@ _SURE = ("then", "else", "mixed", "kept")
 
 def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_execs: dict,
                   loop_execs: dict) -> list[IfDiff]:
-    """An ``if`` the path never reached is ``neither`` only when what kept the path away is
-    sure: an enclosing ``if`` answered ``then``/``else``/``mixed``, or an enclosing loop whose
-    body would show in a trace ran zero times.  Behind an abstention it abstains too."""
-    unsure: set[int] = set()  # positions in `ifs` that must abstain
+    """What the path says about reaching an ``if`` is only as sure as what led there.
+
+    An ``if`` the path never reached is ``neither`` only when what kept the path away is sure:
+    an enclosing ``if`` answered ``then``/``else``/``mixed``/``kept``, or an enclosing loop whose
+    body would show in a trace ran zero times.  An ``if`` the path reached behind an abstention
+    keeps its answer only with evidence of its own (matched calls: ``present``); an answer from
+    absence, a raise or a tracing predicate assumed it ran, so it abstains too.
+    """
+    out = list(ifs)
 
     def walk(block: list, doubt: bool) -> None:
         for item in block:
             if isinstance(item, IfNode):
                 pos = answer_of.get(item.index)
                 ran = bool(if_execs.get(item.index))
-                if pos is not None and not ran and doubt:
-                    unsure.add(pos)
-                mine = doubt if not ran else (pos is None or ifs[pos].taken not in _SURE)
+                answer = out[pos] if pos is not None else None
+                if answer is not None and doubt:
+                    if (not ran and answer.taken == "neither" and answer.reason in ("not_run", "inlined")) or (
+                            ran and answer.taken in ("then", "else")
+                            and answer.reason in ("absent", "raises", "tracing_predicate")):
+                        out[pos] = answer = answer.model_copy(update={
+                            "taken": "unknown", "reason": "no_evidence", "executions": [], "passes": []})
+                if not ran:
+                    mine = doubt
+                else:
+                    mine = answer is None or answer.taken not in _SURE
                 walk(item.then, mine)
                 walk(item.orelse, mine)
             elif isinstance(item, LoopNode):
@@ -433,11 +446,6 @@ def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_
                 walk(item.body, doubt or (not any(lx.passes for lx in runs) and not counted))
 
     walk(items, False)
-    out = list(ifs)
-    for pos in unsure:
-        answer = out[pos]
-        if answer.taken == "neither" and answer.reason in ("not_run", "inlined"):
-            out[pos] = answer.model_copy(update={"taken": "unknown", "reason": "no_evidence"})
     return out
 
 
