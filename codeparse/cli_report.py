@@ -19,7 +19,7 @@ def register(group: click.Group) -> None:
 
     @group.command("report")
     @click.argument("paths", nargs=-1, metavar="PATH...")
-    @click.option("-o", "--output", "output", required=True, metavar="FILE",
+    @click.option("-o", "--output-file", "--output", "output", required=True, metavar="FILE",
                   help="Where to write the HTML page (one self-contained file).")
     @click.option("--script", default=None, metavar="SCRIPT", help="Script side of a pair (.code, directory or archive).")
     @click.option("--trace", default=None, metavar="TRACE", help="Trace side of the pair.")

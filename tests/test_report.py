@@ -21,6 +21,9 @@ def test_report_command_writes_one_self_contained_page(tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["report", str(ARCHIVE), "-o", str(out)]) == 0
     assert capsys.readouterr().out == f"wrote {out}\n"
+    same = tmp_path / "same.html"  # --output-file, as every command spells it
+    assert main(["report", str(ARCHIVE), "--output-file", str(same)]) == 0
+    assert same.read_text(encoding="utf-8") == out.read_text(encoding="utf-8")
     html = out.read_text(encoding="utf-8")
     assert html.startswith("<!doctype html>")
     # Nothing is fetched: no external URL in any attribute, and a policy that forbids it.
