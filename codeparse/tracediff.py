@@ -88,7 +88,7 @@ from .diffevents import (
     SCALAR_OPERATORS, SCRIPT_MISSING, TRACE_EQUIVALENTS, Event, FunctionTree, IfNode, LoopNode, _events_in,
     _LITERAL_NAMES, _MAX_INLINE_PATH, overload_base,
 )
-from .diffevidence import classify_run, raises, telling_labels, tracing_value
+from .diffevidence import classify_run, must_tell, raises, telling_labels, tracing_value
 from .diffsides import Side, Unit, load_side, side_from_texts
 from .expressions import Attr, CallExpr, Const, ExpressionReader, Index, Name, Seq
 from .models import (
@@ -415,8 +415,8 @@ def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_
     """What the path says about reaching an ``if`` is only as sure as what led there.
 
     An ``if`` the path never reached is ``neither`` only when what kept the path away is sure:
-    an enclosing ``if`` answered ``then``/``else``/``mixed``/``kept``, or an enclosing loop whose
-    body would show in a trace ran zero times.  An ``if`` the path reached behind an abstention
+    an enclosing ``if`` answered ``then``/``else``/``mixed``/``kept``, or an enclosing loop every
+    pass of which would show in a trace ran zero times.  An ``if`` the path reached behind an abstention
     keeps its answer only with evidence of its own (matched calls: ``present``); an answer from
     absence, a raise or a tracing predicate assumed it ran, so it abstains too.
     """
@@ -442,7 +442,7 @@ def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_
                 walk(item.orelse, mine)
             elif isinstance(item, LoopNode):
                 runs = loop_execs.get(item.index, [])
-                counted = any(e.telling for e in _events_in(item.body))
+                counted = must_tell(item.body)  # every pass would show in a trace
                 walk(item.body, doubt or (not any(lx.passes for lx in runs) and not counted))
 
     walk(items, False)
