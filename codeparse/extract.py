@@ -249,7 +249,7 @@ class Extractor:
         facts = FunctionFacts(params=annotations, declared=declared, self_name=self.sem.self_name,
                               types=self._attribute_types if self.types is not None else None,
                               owner=class_owner if params and params[0]["name"] == self.sem.self_name else None,
-                              functions=self.lookup)
+                              functions=self.lookup, active=self._active)
         for pname, ann in annotations.items():
             facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
         walk = _Walk(self, facts)

@@ -55,6 +55,18 @@ _MAX_RESOLVE_DEPTH = 24
 _MAX_TYPE_DEPTH = 200  # nested operands typed before a type is given up
 _MAX_REF = 60  # characters of an operand's text used as a source's name
 _EMPTY: tuple[frozenset, frozenset] = (frozenset(), frozenset())
+_DEEP = 80  # memo entries on the stack (all functions together) before a visit is redone bottom-up
+_DEEP_CALLS = 8  # nested summaries before the callees are summarized bottom-up
+
+
+_nesting = [0]  # memo entries being computed, in every Inference of the process
+# Rule 3's following of calls into available bodies; off only to measure what it costs
+# (bench/bench_verdicts.py): without it a call depends on its receiver and arguments.
+FOLLOW_CALLS = True
+
+
+class _TooDeep(Exception):
+    """A depth-first visit went too deep: redo it bottom-up (Inference.sources_of)."""
 _VALUE_MARKS = ("tensor_value", "tensor_shape")
 
 
@@ -113,6 +125,9 @@ class FunctionFacts:
     owner: Optional[str] = None
     # Callees whose body is available: qualified name -> Callee, or None (rule 3).
     functions: Optional[Callable[[str], Optional["Callee"]]] = None
+    # Qualified names whose summaries are being computed (shared by the functions of a
+    # text or an archive).
+    active: set = field(default_factory=set)
     # `return` values: (span, scopes).
     returns: list[tuple[tuple[int, int], tuple[Scope, ...]]] = field(default_factory=list)
 
@@ -364,12 +379,18 @@ class Callee:
     computed = 0  # summaries computed, all callees together (a test counts them)
 
     def summary(self) -> frozenset:
-        if self._summary is not None:
-            return self._summary
-        if self.qualified in self._active:
-            return frozenset()  # recursion cut: the cycle adds nothing
-        # Callees first, in post-order of an iterative walk, so that every summary is
-        # computed once, against memoized summaries, without one recursion per call level.
+        if self._summary is None:
+            if self.qualified in self._active:
+                return frozenset()  # recursion cut: the cycle adds nothing
+            if len(self._active) > _DEEP_CALLS:
+                raise _TooDeep
+            self._compute()
+        return self._summary if self._summary is not None else frozenset()
+
+    def warm(self) -> None:
+        """Summarize this function's callees first, in post-order of an iterative walk, so
+        that each summary is computed once against memoized ones, with no recursion per
+        call level."""
         order: list[Callee] = []
         seen = {id(self)}
         stack = [(self, iter(self.callees()))]
@@ -384,18 +405,13 @@ class Callee:
                 stack.append((child, iter(child.callees())))
         for callee in order:
             callee._compute()
-        return self._summary if self._summary is not None else frozenset()
 
     def callees(self) -> list["Callee"]:
-        """The callees with a body that this function calls directly."""
+        """The callees with a body that this function's return values depend on."""
         inf = self.inference
-        out = []
-        for span in inf.value_spans():
-            for node in walk(inf.tree(span)):
-                if isinstance(node, CallExpr):
-                    found = inf._callee_of(node)
-                    if found is not None and found is not self:
-                        out.append(found)
+        out: list[Callee] = []
+        for span, _ in inf.facts.returns:
+            out.extend(c for c in inf._callees_reached(inf.tree(span)) if c is not self)
         return out
 
     def _compute(self) -> None:
@@ -404,11 +420,7 @@ class Callee:
         self._active.add(self.qualified)
         try:
             inf = self.inference
-            parts = []
-            for span, scopes in inf.facts.returns:
-                node = inf.tree(span)
-                inf._prepare(node)
-                parts.append(inf._visit(node, scopes))
+            parts = [inf.sources_of(inf.tree(span), scopes) for span, scopes in inf.facts.returns]
             result = _union(parts)[0]
         finally:
             self._active.discard(self.qualified)
@@ -681,8 +693,7 @@ class Inference:
 
     def condition(self, test: tuple[int, int], scopes: tuple[Scope, ...]) -> dict:
         node = self.tree(test)
-        self._prepare(node)
-        found, pins = self._visit(node, scopes)
+        found, pins = self.sources_of(node, scopes)
         pins = dict(pins)
         if isinstance(node, (Name, Attr)):
             # The whole condition is this value: it is a bool.
@@ -749,14 +760,69 @@ class Inference:
         if key in stack:
             self._low = min(self._low, stack[key])
             return _EMPTY
-        depth = stack[key] = len(stack)
+        depth = len(stack)
+        if _nesting[0] > _DEEP:
+            raise _TooDeep
+        stack[key] = depth
         outer_low, self._low = self._low, depth
-        result = compute()
-        del stack[key]
+        _nesting[0] += 1
+        try:
+            result = compute()
+        finally:
+            _nesting[0] -= 1
+            del stack[key]
         if self._low >= depth:
             memo[key] = result
         self._low = min(outer_low, self._low)
         return result
+
+    def sources_of(self, node: Expr, scopes: tuple[Scope, ...]):
+        """(sources, pins) of an expression: a depth-first visit, memoized; when a chain of
+        definitions or calls is too long for that, its definitions and callees are evaluated
+        bottom-up first (iteratively) and the visit runs again against their results."""
+        try:
+            return self._visit(node, scopes)
+        except _TooDeep:
+            if len(self.facts.active) > 1:
+                raise  # an outer caller warms up from the top
+            self._on_stack.clear()
+            self._low = 0
+            for callee in self._callees_reached(node):
+                callee.warm()
+            self._prepare(node)
+            return self._visit(node, scopes)
+
+    def _callees_reached(self, node: Expr) -> list["Callee"]:
+        """The callees with a body called anywhere in what ``node`` depends on."""
+        out = []
+        for tree in self.reachable_trees(node):
+            for n in walk(tree):
+                if isinstance(n, CallExpr):
+                    found = self._callee_of(n)
+                    if found is not None:
+                        out.append(found)
+        return out
+
+    def reachable_trees(self, node: Expr) -> list[Expr]:
+        """``node`` and the trees of every definition and enclosing test it depends on
+        (an iterative walk)."""
+        defs = self.facts.defs
+        trees = [node]
+        todo = [n.id for n in walk(node) if isinstance(n, Name)]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in defs:
+                continue
+            seen.add(name)
+            for d in defs[name]:
+                spans = [d.value] if d.value is not None else []
+                spans += [sc.test for sc in d.scopes if sc.kind in ("if", "for", "while")]
+                for span in spans:
+                    tree = self.tree(span)
+                    trees.append(tree)
+                    todo.extend(n.id for n in walk(tree) if isinstance(n, Name))
+        return trees
 
     def _ref_type(self, node: Expr) -> tuple[Optional[str], Optional[str]]:
         """The source a simple operand stands for (param name or self path) and its type."""
@@ -876,7 +942,7 @@ class Inference:
     def _callee_of(self, node: CallExpr) -> Optional[Callee]:
         """The callee of a call whose body is available (rule 3), if any."""
         lookup = self.facts.functions
-        if lookup is None:
+        if lookup is None or not FOLLOW_CALLS:
             return None
         func = node.func
         if isinstance(func, Attr):

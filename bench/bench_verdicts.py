@@ -1,0 +1,157 @@
+"""What the condition rules of issue 8 cost, before/after in one run: python bench/bench_verdicts.py
+
+Issue 8 follows calls (per-function summaries), types conversions and applies the other
+rules of README "What a condition depends on".  This measures, in the same run and on the
+same inputs, the code before issue 8 (``--before``, by default the parent of the first
+issue-8 commit, exported with ``git archive``) against the checkout:
+
+* ``parse_text`` over the inputs of ``bench/bench_parse.py`` (every fixture text and
+  archive code file); conditions are read by ``parse_text`` itself;
+* ``open_archive`` + ``check`` over the fixture archives (the in-process half of
+  ``bench/bench_check.py``, without its generated 177 MB archive);
+* linearity: a chain of N functions, each calling the next, for N and 2N.
+
+A third variant, the checkout with call following off (``FOLLOW_CALLS = False``), gives
+what following calls costs by itself.  "Before" is older code: it lacks every later
+change of ``codeparse`` too (other issues' work landed since), so before/after is an
+upper bound of issue 8's cost.
+
+Each side runs in its own process, alternating, best of ``--rounds``; figures are ratios
+of the same run.  Writes ``bench/results-verdicts.md`` unless ``--no-write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import io
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+root, mode, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, root)
+import codeparse
+if sys.argv[5] == "nofollow":
+    import codeparse.inference
+    codeparse.inference.FOLLOW_CALLS = False
+data = Path(sys.argv[4])
+if mode == "parse":
+    files = sorted((data / "fixtures" / "text").glob("*/*.code"))
+    files += sorted((data / "fixtures" / "archive_code").rglob("*.py"))
+    texts = [f.read_text(encoding="utf-8") for f in files]
+    work = lambda: [codeparse.parse_text(t) for t in texts]
+    size = sum(len(t.encode()) for t in texts)
+elif mode == "check":
+    from codeparse.check import check
+    from codeparse.models import Policy
+    paths = [str(p) for p in sorted((data / "fixtures" / "archives").glob("*.pt"))]
+    work = lambda: check(paths, Policy())
+    size = sum(Path(p).stat().st_size for p in paths)
+else:
+    n = int(mode.split(":")[1])
+    fns = ["def f0(x: Tensor) -> int:\n  return torch.size(x, 0)\n"]
+    fns += [f"def f{i}(x: Tensor) -> int:\n  _0 = __torch__.f{i - 1}(x)\n  if torch.gt(_0, {i}):\n    _1 = _0\n  else:\n    _1 = 0\n  return _1\n" for i in range(1, n)]
+    text = "".join(fns)
+    work = lambda: codeparse.parse_text(text, path="m/code/__torch__.py")
+    size = len(text)
+work()
+best = float("inf")
+for _ in range(rounds):
+    t = time.perf_counter(); work(); best = min(best, time.perf_counter() - t)
+print(json.dumps({"seconds": best, "bytes": size}))
+"""
+
+
+def export(rev: str, dest: Path) -> None:
+    data = subprocess.run(["git", "archive", rev, "codeparse", "grammars"], cwd=ROOT, check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def default_before() -> str:
+    first = subprocess.run(["git", "log", "--reverse", "--format=%H", "--grep=^Condition verdicts (issue 8)"],
+                           cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
+    if not first:
+        raise SystemExit("no issue-8 commit found; pass --before REV")
+    return first[0] + "^"
+
+
+def run(root: Path, mode: str, rounds: int, variant: str = "follow") -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(root), mode, str(rounds), str(ROOT), variant],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=None, help="git revision before issue 8")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per process")
+    parser.add_argument("--repeat", type=int, default=3, help="processes per side, alternating")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    before = args.before or default_before()
+    rev = subprocess.run(["git", "rev-parse", "--short", before], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp)
+        export(before, old)
+        for mode, label in (("parse", "`parse_text`, bench_parse.py inputs"),
+                            ("check", "`open_archive` + `check`, fixture archives"),
+                            ("chain:400", "chain of 400 functions"), ("chain:800", "chain of 800 functions")):
+            b = a = n = float("inf")
+            size = 0
+            for _ in range(args.repeat):
+                rb, rn, ra = run(old, mode, args.rounds), run(ROOT, mode, args.rounds, "nofollow"), \
+                    run(ROOT, mode, args.rounds)
+                b, n, a, size = min(b, rb["seconds"]), min(n, rn["seconds"]), min(a, ra["seconds"]), ra["bytes"]
+            rows.append((label, size, b, n, a))
+            print(f"{label}: before {b * 1000:.0f} ms, not following {n * 1000:.0f} ms, after {a * 1000:.0f} ms",
+                  file=sys.stderr)
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"`python bench/bench_verdicts.py` on {when}; CPython {platform.python_version()}, "
+        f"{os.cpu_count()} cores, {platform.machine()}, a machine shared with other jobs; before = `{rev}` "
+        f"(parent of issue 8), after = this checkout; best of {args.rounds} rounds in each of "
+        f"{args.repeat} alternating processes per side.",
+        "",
+        "",
+        "*not following*: this checkout with `codeparse.inference.FOLLOW_CALLS = False` (rule 3's",
+        "following of calls off, every other rule on); the last column is what following calls costs.",
+        "",
+        "| input | size | before | after, not following | after | **throughput after / before** "
+        "| **following calls: throughput with / without** |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, size, b, n, a in rows:
+        lines.append(f"| {label} | {size / 1e6:.2f} MB | {b * 1000:.0f} ms | {n * 1000:.0f} ms | {a * 1000:.0f} ms "
+                     f"| **{b / a:.2f}×** | **{n / a:.2f}×** |")
+    chain = {label: a for label, _, _, _, a in rows if label.startswith("chain")}
+    if len(chain) == 2:
+        t400, t800 = chain["chain of 400 functions"], chain["chain of 800 functions"]
+        lines.append("")
+        lines.append(f"Doubling the chain of functions multiplies the time by {t800 / t400:.2f} "
+                     "(linear: one summary per function).")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_write:
+        (ROOT / "bench" / "results-verdicts.md").write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
