@@ -31,10 +31,14 @@ its sources (README "What a condition depends on"; the tables are
 9. sources are listed deciding source first, then by kind priority, then by position
    in the resolved text.
 
-Recursion depth: definitions are evaluated on demand, bottom-up in textual order
-(:meth:`Inference._prepare`, an iterative walk), so a chain of thousands of
-temporaries is evaluated one link at a time against memoized results instead of by
-one recursive descent per link.
+Recursion depth: a condition is first visited depth-first, memoized per name use and
+per definition site (and per function summary).  When that visit nests deeper than
+``_DEEP`` memo entries (all functions together) or ``_DEEP_CALLS`` summaries, it is
+abandoned and redone bottom-up (:meth:`Inference.sources_of`): an iterative walk lists
+the definitions and callees it depends on, callees are summarized in post-order
+(:meth:`Callee.warm`) and definitions evaluated in textual order
+(:meth:`Inference._prepare`), each against the memoized results before it, so a chain
+of thousands of temporaries or functions costs one shallow visit per link.
 """
 
 from __future__ import annotations
