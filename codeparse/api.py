@@ -80,7 +80,7 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
     """``__torch__.torch.nn.modules.conv`` for ``.../code/__torch__/torch/nn/modules/conv.py``."""
     if not path or path == "-":
         return None
-    parts = PurePosixPath(path.replace("\\", "/").split("!")[-1]).parts
+    parts = PurePosixPath(path.replace("\\", "/").split("!", 1)[-1]).parts
     for i, part in enumerate(parts):
         if part == root and i < len(parts) - 1:
             rest = list(parts[i + 1:])

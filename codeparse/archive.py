@@ -14,12 +14,17 @@ the bytes decide.  What is read, and how:
   learn the root module's class name.  Tensor data is never opened.
 
 Nothing is written to disk.  Limits (:class:`codeparse.models.Policy`) bound what is
-inflated: the entry count is checked from the end-of-archive record before the
-central directory is parsed (CP308); each entry read is checked against its declared
-size (CP309), the running total (CP310) and its compression ratio (CP311, for entries
-over :data:`RATIO_FLOOR` bytes), and is inflated in chunks that stop at the declared
-size, so a lying header cannot make it grow.  Entries whose names are absolute or
-contain ``..`` are never read (CP312).
+inflated: the entry count is checked from the end-of-archive record, then counted
+again by walking the central directory record by record (stopping at the limit),
+before ``zipfile`` parses it (CP308), so an end record that says 3 cannot smuggle in
+60,000 entries; each entry read is checked against its declared size (CP309), the
+running total (CP310) and its compression ratio (CP311: every entry over
+:data:`RATIO_SMALL` bytes by its own ratio, and every entry by the ratio of all
+entries read so far once they pass :data:`RATIO_FLOOR` bytes), and is inflated in
+chunks that stop at the declared size, so a lying header cannot make it grow.
+Entries whose names are absolute or contain ``..`` are never read (CP312); entries
+whose stored bytes overlap another entry (the "overlapping zip bomb") are never read
+either (CP341).
 
 An input that cannot be read at all raises :class:`codeparse.InputError` with its code
 (CP304 not a zip, CP305 damaged, CP306 unsupported format such as the pre-zip
@@ -70,7 +75,9 @@ __all__ = [
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".zip", ".jit", ".pt1", ".torchscript", ".dat")
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 PYTORCH1_MAGIC = b"PYTORCH1"
-RATIO_FLOOR = 1 << 20  # entries smaller than this are not held to the ratio limit
+RATIO_FLOOR = 1 << 20  # bytes inflated in all before the archive's overall ratio is held to the limit
+RATIO_SMALL = 4 << 10  # entries up to this size are held only to the overall ratio
+_LOCAL_HEADER = 30  # bytes of a local file header before its name
 _CHUNK = 1 << 16
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOCATOR = b"PK\x06\x07"
@@ -98,8 +105,21 @@ def sniff(path: str | os.PathLike) -> str:
     return "other"
 
 
-def _entry_count(handle: io.BufferedReader) -> int:
-    """Entries the end-of-archive record announces (ZIP64 aware); ValueError if absent."""
+def _entry_count(handle: io.BufferedReader, limit: Optional[int] = None) -> int:
+    """Entries the end-of-archive record announces (ZIP64 aware); ValueError if absent.
+
+    With ``limit``, the central directory is also walked (up to ``limit + 1`` records)
+    and the larger count returned, so that an end record that lies cannot pass."""
+    count, start, size = _end_record(handle)
+    if limit is not None and count <= limit:
+        count = max(count, _walked_count(handle, start, size, limit))
+    return count
+
+
+def _end_record(handle: io.BufferedReader) -> tuple[int, int, int]:
+    """``(announced entries, central directory start, its size)``, located as ``zipfile``
+    locates it (from the end record's position, so that data prepended to the zip moves
+    it); ValueError if there is no end record."""
     handle.seek(0, os.SEEK_END)
     size = handle.tell()
     tail_size = min(size, 22 + 0xFFFF)
@@ -108,8 +128,9 @@ def _entry_count(handle: io.BufferedReader) -> int:
     at = tail.rfind(_EOCD)
     if at < 0 or len(tail) - at < 22:
         raise ValueError("no end-of-archive record (truncated?)")
-    _sig, _disk, _cd_disk, _here, total, _cd_size, _cd_off, _comment = struct.unpack("<4sHHHHIIH", tail[at:at + 22])
-    if total == 0xFFFF and at >= 20 and tail[at - 20:at - 16] == _EOCD64_LOCATOR:
+    _sig, _disk, _cd_disk, _here, total, cd_size, _cd_off, _comment = struct.unpack("<4sHHHHIIH", tail[at:at + 22])
+    location = size - tail_size + at
+    if at >= 20 and tail[at - 20:at - 16] == _EOCD64_LOCATOR:
         _sig, _disk, offset, _disks = struct.unpack("<4sIQI", tail[at - 20:at])
         if offset + 56 > size:
             raise ValueError("the ZIP64 end-of-archive record points past the end (truncated?)")
@@ -117,8 +138,33 @@ def _entry_count(handle: io.BufferedReader) -> int:
         record = handle.read(56)
         if record[:4] != b"PK\x06\x06":
             raise ValueError("no ZIP64 end-of-archive record")
-        total = struct.unpack("<Q", record[32:40])[0]
-    return total
+        total, cd_size = struct.unpack("<QQ", record[32:48])
+        location -= 56 + 20
+    return total, location - cd_size, cd_size
+
+
+_CENTRAL = b"PK\x01\x02"
+
+
+def _walked_count(handle: io.BufferedReader, start: int, size: int, limit: int) -> int:
+    """Central directory records in ``[start, start + size)``, counted one by one as
+    ``zipfile`` will parse them, stopping after ``limit + 1``: the count that holds,
+    whatever the end record says."""
+    if start < 0:
+        return 0
+    handle.seek(start)
+    count = 0
+    walked = 0
+    while walked < size and count <= limit:
+        head = handle.read(46)
+        if len(head) < 46 or head[:4] != _CENTRAL:
+            break  # zipfile reports the damage (CP305)
+        name, extra, comment = struct.unpack("<HHH", head[28:34])
+        skip = name + extra + comment
+        handle.seek(skip, os.SEEK_CUR)
+        walked += 46 + skip
+        count += 1
+    return count
 
 
 def _unsafe(name: str) -> Optional[str]:
@@ -157,6 +203,11 @@ class ZipReader:
         for name, count in counts.items():
             if count > 1:
                 self.findings.append(diagnostic("CP320", path, None, entry=name, count=count))
+        for name, other in _overlaps(zf):
+            for refused in (name, other):
+                self._infos.pop(refused, None)
+            self.findings.append(diagnostic("CP341", path, None, entry=name, other=other))
+        self.stored = 0  # stored bytes of the entries read, for the overall ratio
         self.names: list[str] = list(self._infos)
         tops = {n.split("/", 1)[0] for n in self.names if "/" in n}
         self.root: Optional[str] = tops.pop() if len(tops) == 1 else None
@@ -194,8 +245,11 @@ class ZipReader:
         cap = policy.max_entry_bytes if limit is None else min(limit, policy.max_entry_bytes)
         if size > cap:
             raise EntryRefused(diagnostic("CP309", self.path, None, entry=name, size=size, limit=cap))
-        if size > RATIO_FLOOR and size > policy.max_ratio * max(info.compress_size, 1):
-            ratio = size // max(info.compress_size, 1)
+        stored = max(info.compress_size, 1)
+        inflated, stored_all = self.total + size, self.stored + stored
+        if ((size > RATIO_SMALL and size > policy.max_ratio * stored)
+                or (inflated > RATIO_FLOOR and inflated > policy.max_ratio * stored_all)):
+            ratio = max(size // stored, inflated // stored_all)
             raise EntryRefused(diagnostic("CP311", self.path, None, entry=name, ratio=ratio, limit=policy.max_ratio))
         if self.total + size > policy.max_total_bytes:
             raise EntryRefused(diagnostic("CP310", self.path, None, entry=name, size=self.total + size,
@@ -219,7 +273,26 @@ class ZipReader:
             raise EntryRefused(diagnostic("CP313", self.path, None, entry=name,
                                           reason=_one_line(exc))) from None
         self.total += got
+        self.stored += stored
         return b"".join(chunks)
+
+
+def _overlaps(zf: "zipfile.ZipFile") -> list[tuple[str, str]]:
+    """Pairs of entries whose stored bytes overlap (each entry takes at least its local
+    header and its compressed data), and entries that run into the central directory."""
+    spans = sorted((info.header_offset, info.header_offset + _LOCAL_HEADER + info.compress_size, info.filename)
+                   for info in zf.infolist())
+    out: list[tuple[str, str]] = []
+    reach, holder = -1, ""
+    for start, end, name in spans:
+        if start < reach:
+            out.append((name, holder))
+        if end > reach:
+            reach, holder = end, name
+    start_dir = getattr(zf, "start_dir", None)
+    if start_dir is not None:
+        out.extend((name, "the central directory") for _start, end, name in spans if end > start_dir)
+    return out
 
 
 def _one_line(exc: BaseException) -> str:
@@ -257,11 +330,16 @@ def _open_zip(path: str, policy: Policy, data: Optional[bytes] = None) -> tuple[
         if head[:4] not in ZIP_MAGIC:
             raise _refuse(path, "CP304", reason="not a zip file (it does not start with `PK`)")
         try:
-            count = _entry_count(handle)
+            count, start, size = _end_record(handle)
+            shown_count: object = count
+            if count <= policy.max_entries:  # the end record may lie: count what zipfile will parse
+                walked = _walked_count(handle, start, size, policy.max_entries)
+                if walked > policy.max_entries:
+                    count, shown_count = walked, f"at least {walked}"
         except (ValueError, struct.error, OSError) as exc:
             raise _refuse(path, "CP305", reason=_one_line(exc)) from None
         if count > policy.max_entries:
-            raise _refuse(path, "CP308", count=count, limit=policy.max_entries)
+            raise _refuse(path, "CP308", count=shown_count, limit=policy.max_entries)
         handle.seek(0)
         try:
             zf = zipfile.ZipFile(handle)
@@ -515,7 +593,7 @@ class OpenedArchive:
     def _line_origins(self, display: str, name: str, data: bytes,
                       raw: bytes) -> tuple[Optional[dict], Optional[tuple[str, dict]]]:
         from .api import module_name_for
-        from .debuginfo import DebugInfoError, ForbiddenGlobal, line_origins, read_debug_pkl
+        from .debuginfo import DebugInfoError, ForbiddenGlobal, PickleLimit, line_origins, read_debug_pkl
 
         cache = None if self.keep_line_maps else self.cache
         key = debug_key = None
@@ -541,6 +619,8 @@ class OpenedArchive:
                 self.line_maps[display] = (line_map, text)
         except ForbiddenGlobal as exc:
             problem = ("CP314", {"global_name": exc.name})
+        except PickleLimit as exc:
+            problem = ("CP343", {"reason": str(exc)})
         except DebugInfoError as exc:
             problem = ("CP315", {"reason": str(exc)})
         if cache is not None:
@@ -679,8 +759,10 @@ def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -
             legacy = _model_json(reader, hook, [], [], grammar) if hook is not None else None
             legacy_files = legacy[0] if legacy is not None else None
             if legacy_files:
-                for cf in legacy_files:
-                    yield cf, decode_text(reader.read(cf.path.rsplit("!", 1)[1]))
+                prefix = reader.display("")
+                for cf in legacy_files:  # `archive!entry`: the entry is what follows the archive path
+                    entry = cf.path[len(prefix):] if cf.path.startswith(prefix) else cf.path
+                    yield cf, decode_text(reader.read(entry)) if entry in reader else ""
                 return
         for name in reader.names:
             if not (name.endswith(".py") and any(name.startswith(p) for p in prefixes)):

@@ -81,6 +81,12 @@ CODES: dict[str, Code] = {
         Code("CP330", "pickle_dangerous_global", "pickle {entry} names {global_name} (byte {offset}): loading the file calls it, and it can run commands or code", "error"),
         Code("CP331", "pickle_unknown_global", "pickle {entry} names {global_name} (byte {offset}), which is neither known safe nor known dangerous", "warning"),
         Code("CP332", "pickle_unreadable", "pickle {entry} cannot be walked ({reason}); the globals it names are not all known", "warning"),
+        # -- hostile inputs, second round (issue 15): CP340-CP349 --
+        Code("CP340", "input_budget_exceeded", "reading this input exceeded its budget: {reason}; its partial results are dropped", "error"),
+        Code("CP341", "overlapping_entries", "entry {entry} overlaps entry {other} in the zip; neither is read", "error"),
+        Code("CP342", "link_outside_tree", "{link} is a symbolic link to {target}, outside the walked tree; not read", "warning"),
+        Code("CP343", "pickle_limit", "{entry} exceeds a pickle limit: {reason}; not read", "error"),
+        Code("CP344", "file_too_large", "the file is {size} bytes; the limit is {limit} (--max-entry-bytes); not read", "error"),
         # -- operators and diff (issue 4): CP220-CP239 --
         Code("CP220", "unknown_operator", "operator {operator} (called as {callee}, {count} times) is not known to torch {torch}", "warning"),
         Code("CP221", "script_failed", "torch.jit.script failed: {message}", "error"),

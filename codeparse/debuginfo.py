@@ -15,19 +15,28 @@ The unpickler admits only the list builders of ``torch.jit._pickle`` (and
 ``restore_type_tag``, which returns its value); any other global raises
 :class:`ForbiddenGlobal`, so nothing in the pickle can run code.  Persistent ids are
 refused too.  ``starting_line`` is 1-based, as PyTorch prints it in error messages.
+
+It is a :class:`codeparse.safepickle.BoundedUnpickler`: memo indices, objects built
+and integers are bounded (:class:`~codeparse.safepickle.PickleLimit`), and the
+offsets, line numbers and ranges read must lie in ``[0, 2**31)``, so that every
+number that reaches an output is one a JSON reader keeps.  Shared references (one
+source tuple or line list named by thousands of rows) are walked once.
 """
 
 from __future__ import annotations
 
-import io
-import pickle
-from bisect import bisect_right
+import re
+from bisect import bisect_left, bisect_right
 from typing import Any, Optional
 
-__all__ = ["ForbiddenGlobal", "DebugInfoError", "LineMap", "read_debug_pkl", "line_origins"]
+from .safepickle import BoundedUnpickler, PickleLimit, safe_int
+
+__all__ = ["ForbiddenGlobal", "DebugInfoError", "PickleLimit", "LineMap", "read_debug_pkl", "line_origins"]
 
 STRING_TABLE_TAG = "FORMAT_WITH_STRING_TABLE"
 MAX_SOURCE_CHARS = 32 << 20  # source text rebuilt from a string table, in all
+_NEWLINE = re.compile("\n")
+MAX_NUMBER = (1 << 31) - 1  # offsets, line numbers and range ends read from a pickle
 
 
 def _as_list(*args: Any) -> list:
@@ -61,11 +70,17 @@ class DebugInfoError(Exception):
     """The pickle is not a source-range table codeparse understands."""
 
 
-class _Restricted(pickle.Unpickler):
+class _Restricted(BoundedUnpickler):
     def find_class(self, module: str, name: str) -> Any:  # noqa: D102 - pickle API
         found = ALLOWED_GLOBALS.get((module, name))
         if found is None:
             raise ForbiddenGlobal(f"{module}.{name}")
+        if found is _as_list:
+            def build(*args: Any) -> list:  # a list copied from a shared one counts its elements
+                out = _as_list(*args)
+                self.count(len(out))
+                return out
+            return build
         return found
 
     def persistent_load(self, pid: Any) -> Any:  # noqa: D102 - pickle API
@@ -83,7 +98,7 @@ class LineMap:
         rows = sorted(rows, key=lambda r: r[0])
         self._offsets = [r[0] for r in rows]
         self._rows = rows
-        self._line_cache: dict[tuple[int, int], int] = {}
+        self._breaks: dict[int, list[int]] = {}
         self._source_lines: Optional[dict[tuple[str, int], str]] = None
 
     def __len__(self) -> int:
@@ -138,43 +153,77 @@ class LineMap:
         _, text, filename, start_line, start, _ = self._rows[i]
         if not filename:
             return None
-        key = (id(text), start)
-        line = self._line_cache.get(key)
-        if line is None:
-            line = self._line_cache[key] = start_line + text.count("\n", 0, max(0, start))
-        return filename, line
+        breaks = self._breaks.get(id(text))
+        if breaks is None:  # newline offsets of each text, found once: a lookup costs log(lines)
+            breaks = self._breaks[id(text)] = [m.start() for m in _NEWLINE.finditer(text)]
+        return filename, start_line + bisect_left(breaks, start)
 
 
-def _source(src: Any, table: Optional[list], max_chars: int = MAX_SOURCE_CHARS) -> tuple[str, Optional[str], int]:
+def _source(src: Any, table: Optional[list], texts: dict[int, str],
+            max_chars: int = MAX_SOURCE_CHARS) -> tuple[str, Optional[str], int]:
+    """One source ``(text, filename, starting_line)``; ``texts`` caches the text joined
+    from a string table per line list, so a list shared by many sources is joined once."""
     if not isinstance(src, tuple) or len(src) != 3:
         raise DebugInfoError("a source is not a 3-tuple")
     text, filename, start_line = src
     if table is not None:
         try:
-            if not isinstance(text, (list, tuple)) or sum(len(table[i]) for i in text) > max_chars:
-                raise DebugInfoError(f"a source text is too long (over {max_chars} characters, --max-debug-chars) "
-                                     "or not a list of lines")
-            text = "".join(table[i] for i in text)
+            if not isinstance(text, (list, tuple)):
+                raise DebugInfoError("a source text is not a list of lines")
+            key = id(text)
+            joined = texts.get(key)
+            if joined is None:
+                if sum(len(table[i]) for i in text) > max_chars:
+                    raise DebugInfoError(f"a source text is too long (over {max_chars} characters, "
+                                         "--max-debug-chars)")
+                joined = texts[key] = "".join(table[i] for i in text)
+            text = joined
             filename = table[filename] if filename is not None else None
         except (IndexError, TypeError) as exc:
             raise DebugInfoError(f"string table index out of range ({exc})") from None
     if not isinstance(text, str) or not isinstance(start_line, int):
         raise DebugInfoError("a source has no text or line")
+    if not safe_int(start_line, 0, MAX_NUMBER):
+        raise PickleLimit(f"a starting line number out of range ({_digits(start_line)})")
     if filename is not None and not isinstance(filename, str):
         raise DebugInfoError("a source file name is not a string")
     return text, filename, start_line
 
 
-def _source_key(src: Any) -> Any:
+def _digits(value: int) -> str:
+    """A number as shown in a reason: whole when short, else its sign and digit count."""
+    if -10**12 < value < 10**12:
+        return str(value)
+    return f"{'-' if value < 0 else ''}{value.bit_length() * 30103 // 100000 + 1}-digit number"
+
+
+class _SourceKeys:
     """Sources equal in content share one entry: a trace writes the same call stack
-    (string-table indices) once per row, and torch itself builds each text once."""
-    try:
-        if isinstance(src, tuple) and len(src) == 3:
-            text = src[0]
-            return (tuple(text) if isinstance(text, list) else text, src[1], src[2])
-        return id(src)
-    except TypeError:  # an unhashable part: not a real source; _source says why
-        return id(src)
+    (string-table indices) once per row, and torch itself builds each text once.  A line
+    list is turned into its content key once per list object (a list shared by reference
+    by thousands of rows is hashed once, not once per row)."""
+
+    def __init__(self) -> None:
+        self._lists: dict[int, int] = {}  # id(list) -> content number
+        self._contents: dict[tuple, int] = {}
+        self._keep: list[Any] = []  # the lists whose ids are keys stay alive
+
+    def __call__(self, src: Any) -> Any:
+        try:
+            if isinstance(src, tuple) and len(src) == 3:
+                text = src[0]
+                if isinstance(text, list):
+                    number = self._lists.get(id(text))
+                    if number is None:
+                        number = self._lists[id(text)] = self._contents.setdefault(tuple(text), len(self._contents))
+                        self._keep.append(text)
+                    text = ("list", number)
+                key = (text, src[1], src[2])
+                hash(key)
+                return key
+            return id(src)
+        except TypeError:  # an unhashable part: not a real source; _source says why
+            return id(src)
 
 
 def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
@@ -184,7 +233,10 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
     if max_rows is not None and len(raw) > max_rows:
         raise DebugInfoError(f"{len(raw)} ranges for {max_rows - 1} bytes of code")
     sources: dict[Any, tuple[str, Optional[str], int]] = {}
-    budget = max_chars  # characters of distinct source text built, over all sources
+    texts: dict[int, str] = {}
+    counted: set[int] = set()
+    source_key = _SourceKeys()
+    budget = max_chars  # characters of source text built, over all distinct texts
     out: list[Row] = []
     for item in raw:
         if not isinstance(item, tuple) or len(item) not in (2, 3) or not isinstance(item[0], int):
@@ -195,15 +247,23 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
         if not isinstance(rng, tuple) or len(rng) != 3:
             raise DebugInfoError("a row has no source range")
         src, start, end = rng
-        key = _source_key(src)
+        key = source_key(src)
         if key not in sources:
-            sources[key] = _source(src, table, max_chars)
-            budget -= len(sources[key][0])
-            if budget < 0:
-                raise DebugInfoError(f"the source texts are too long (over {max_chars} characters, --max-debug-chars)")
+            sources[key] = _source(src, table, texts, max_chars)
+            text_key = id(sources[key][0])
+            if text_key not in counted:
+                counted.add(text_key)
+                budget -= len(sources[key][0])
+                if budget < 0:
+                    raise DebugInfoError(f"the source texts are too long (over {max_chars} characters, "
+                                         "--max-debug-chars)")
         text, filename, start_line = sources[key]
         start = start if isinstance(start, int) else 0
-        out.append((item[0], text, filename, start_line, start, end if isinstance(end, int) else start))
+        end = end if isinstance(end, int) else start
+        for number in (item[0], start, end):
+            if not safe_int(number, 0, MAX_NUMBER):
+                raise PickleLimit(f"an offset out of range ({_digits(number)})")
+        out.append((item[0], text, filename, start_line, start, end))
     return out
 
 
@@ -211,12 +271,13 @@ def read_debug_pkl(data: bytes, max_rows: Optional[int] = None, max_chars: int =
     """Read a ``.debug_pkl`` (any layout); ``max_rows`` caps the ranges (one per code byte at most),
     ``max_chars`` the distinct source text rebuilt (``Policy.max_debug_chars``).
 
-    Raises :class:`ForbiddenGlobal` if it names a global it should not, and
+    Raises :class:`ForbiddenGlobal` if it names a global it should not,
+    :class:`PickleLimit` if it exceeds a bound (memo, objects, numbers), and
     :class:`DebugInfoError` if it is not a source-range table.
     """
     try:
-        value = _Restricted(io.BytesIO(data)).load()
-    except (ForbiddenGlobal, DebugInfoError):
+        value = _Restricted(data, max_objects=8 * len(data) + 4096).load()
+    except (ForbiddenGlobal, DebugInfoError, PickleLimit):
         raise
     except RecursionError:
         raise DebugInfoError("nested too deeply") from None

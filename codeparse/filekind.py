@@ -73,7 +73,7 @@ def _zip_kind(handle: io.BufferedIOBase, max_entries: int) -> FileKind:
     from .archive import _entry_count
 
     try:
-        if _entry_count(handle) > max_entries:
+        if _entry_count(handle, max_entries) > max_entries:  # the central directory walked, not trusted
             return FileKind("torchscript", detail="too many entries to list")
         handle.seek(0)
         with zipfile.ZipFile(handle) as zf:

@@ -24,12 +24,12 @@ The pre-zip ``PYTORCH1`` container of the 1.0 preview holds no TorchScript sourc
 
 from __future__ import annotations
 
-import io
 import json
-import pickle
 from dataclasses import dataclass, field
 from posixpath import basename, dirname
 from typing import Any, Iterable, Mapping, Optional
+
+from .safepickle import JSON_SAFE, BoundedUnpickler, PickleLimit, safe_int
 
 __all__ = [
     "LEGACY_GRAMMAR",
@@ -120,9 +120,12 @@ class LegacyModule:
         return ".".join(("__torch__", self.root or self.name, *self.path))
 
     def walk(self) -> Iterable["LegacyModule"]:
-        yield self
-        for sub in self.submodules:
-            yield from sub.walk()
+        """This module and every submodule, depth first, in declaration order (iterative)."""
+        stack = [self]
+        while stack:
+            module = stack.pop()
+            yield module
+            stack.extend(reversed(module.submodules))
 
 
 @dataclass(frozen=True)
@@ -142,18 +145,24 @@ class LegacyModel:
 
     def module_for_code(self, key: str) -> Optional[LegacyModule]:
         """The module whose method file is ``key`` (relative to the archive root)."""
-        for module in self.main.walk():
-            if module.code_key == key:
-                return module
-        return None
+        index = self.__dict__.get("_code_index")
+        if index is None:  # built once: files x modules would be quadratic
+            index = {}
+            for module in self.main.walk():
+                if module.code_key is not None:
+                    index.setdefault(module.code_key, module)
+            object.__setattr__(self, "_code_index", index)  # a cache on a frozen dataclass
+        return index.get(key)
 
 
 def _int(value: Any, default: Optional[int] = None) -> Optional[int]:
-    # protobuf's JSON mapping writes int64 fields as strings ("0", "-1").
+    # protobuf's JSON mapping writes int64 fields as strings ("0", "-1").  Numbers a JSON
+    # reader cannot keep exactly are not numbers codeparse passes on.
     try:
-        return int(value)
+        number = int(value) if not isinstance(value, str) or len(value) <= 20 else None
     except (TypeError, ValueError):
         return default
+    return number if number is not None and -JSON_SAFE <= number <= JSON_SAFE else default
 
 
 def _key(record: Any) -> Optional[str]:
@@ -189,12 +198,21 @@ def _module(raw: Mapping[str, Any], path: tuple[str, ...], root: Optional[str] =
     )
 
 
+def _main_module(raw: Mapping[str, Any]) -> LegacyModule:
+    try:
+        return _module(raw, ())
+    except RecursionError:
+        raise LegacyError("model.json nests its modules too deeply") from None
+
+
 def read_model_json(json_text: str) -> LegacyModel:
     """Read a model.json (protoVersion 1 – 6) into a :class:`LegacyModel`."""
     try:
         data = json.loads(json_text)
     except json.JSONDecodeError as exc:
         raise LegacyError(f"model.json is not JSON: {exc}") from None
+    except RecursionError:
+        raise LegacyError("model.json is nested too deeply") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("mainModule"), Mapping):
         raise LegacyError("model.json has no mainModule")
     tensors = []
@@ -216,7 +234,7 @@ def read_model_json(json_text: str) -> LegacyModel:
         proto_version=_int(data.get("protoVersion"), 0) or 0,
         producer_name=str(data.get("producerName", "")),
         producer_version=str(data.get("producerVersion", "")),
-        main=_module(data["mainModule"], ()),
+        main=_main_module(data["mainModule"]),
         tensors=tuple(tensors),
         libs_key=_key(data.get("libs", {}).get("torchscriptArena")) if isinstance(data.get("libs"), Mapping) else None,
         extra={k: v for k, v in data.items() if k not in known},
@@ -269,7 +287,7 @@ def sniff_container(head: bytes) -> Optional[str]:
 def read_version(data: bytes) -> Optional[int]:
     """The number in a ``version`` / ``.data/version`` record, or None."""
     text = data.decode("ascii", errors="replace").strip()
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isdigit() and len(text) <= 15 else None
 
 
 def grammar_for_layout(names: Iterable[str]) -> Optional[str]:
@@ -321,11 +339,12 @@ def parse_method_file(text: str, path: str, module: Optional[LegacyModule] = Non
     declared = declarations(module)
     classes: list[dict] = []
     methods: list[dict] = []
+    tree = _Tree()
     for stmt in parsed.body:
         if stmt.kind == "class":  # a TorchScript class in a libs file
             classes.append(extractor.class_def(stmt))
         elif stmt.kind == "def":
-            methods.append(_fill_nested(extractor.function(stmt, qualified, declared), module))
+            methods.append(_fill_nested(extractor.function(stmt, qualified, declared), module, tree))
     if model is not None:
         diagnostics.extend(_constant_diagnostics(model, source, g, path))
     if extractor.reader.too_deep is not None:
@@ -367,37 +386,66 @@ def constant_refs(text: str, grammar) -> list[tuple[str, int, int]]:
     return out
 
 
+class _Tree:
+    """Declarations and submodules of a model.json module tree, each module's built once
+    (a method reading 5,000 paths of a module with 50,000 attributes costs 55,000, not 250M)."""
+
+    def __init__(self) -> None:
+        self._decls: dict[int, dict[str, tuple[str, Optional[str]]]] = {}
+        self._subs: dict[int, dict[str, LegacyModule]] = {}
+
+    def declarations(self, module: LegacyModule) -> dict[str, tuple[str, Optional[str]]]:
+        found = self._decls.get(id(module))
+        if found is None:
+            found = self._decls[id(module)] = declarations(module)
+        return found
+
+    def submodule(self, module: LegacyModule, name: str) -> Optional[LegacyModule]:
+        found = self._subs.get(id(module))
+        if found is None:
+            found = self._subs[id(module)] = {}
+            for sub in module.submodules:
+                found.setdefault(sub.name, sub)
+        return found.get(name)
+
+    def declared_path(self, module: LegacyModule, path: str) -> Optional[tuple[str, Optional[str]]]:
+        """Role and type of ``self.a.b...`` through the module tree, if declared."""
+        parts = path.split(".")[1:]
+        for i, part in enumerate(parts):
+            decl = self.declarations(module).get(part)
+            if decl is None:
+                return None
+            if i == len(parts) - 1:
+                return decl
+            sub = self.submodule(module, part)
+            if sub is None:
+                return None
+            module = sub
+        return None
+
+
 def _declared_path(module: LegacyModule, path: str) -> Optional[tuple[str, Optional[str]]]:
     """Role and type of ``self.a.b...`` through the model.json module tree, if declared."""
-    parts = path.split(".")[1:]
-    for i, part in enumerate(parts):
-        decl = declarations(module).get(part)
-        if decl is None:
-            return None
-        if i == len(parts) - 1:
-            return decl
-        module = next((m for m in module.submodules if m.name == part), None)
-        if module is None:
-            return None
-    return None
+    return _Tree().declared_path(module, path)
 
 
-def _fill_nested(function: dict, module: LegacyModule) -> dict:
+def _fill_nested(function: dict, module: LegacyModule, tree: Optional[_Tree] = None) -> dict:
     """Roles and types of deeper ``self`` paths (``self.conv.weight``) from the module tree.
 
     1.0 - 1.2 inline submodule methods into their caller, so reads such as
     ``_4 = self.custom_layer`` then ``_4.weight`` are common; the extractor's class
     declarations cover one step from ``self``, model.json covers the whole tree.
     """
+    tree = tree or _Tree()
     for ref in function.get("self_refs", ()):
         if ref.get("role") == "unknown" or ref.get("declared_type") is None:
-            decl = _declared_path(module, ref["path"])
+            decl = tree.declared_path(module, ref["path"])
             if decl is not None:
                 ref["role"], ref["declared_type"] = decl
     for if_ in function.get("ifs", ()):
         for source in if_["condition"].get("sources", ()):
             if source.get("type") == "unknown" and source["ref"].startswith("self."):
-                decl = _declared_path(module, source["ref"])
+                decl = tree.declared_path(module, source["ref"])
                 if decl is not None and decl[1]:
                     source["type"] = decl[1]
     return function
@@ -479,16 +527,35 @@ class _Opaque:
         return f"<{self.qualified}>"
 
 
-class _PlainUnpickler(pickle.Unpickler):
+#: Objects a ``bytecode.pkl`` may build (opcodes included); a real one builds a few per
+#: byte, and a 30 MB pickle of memoised globals stops here in a second or two.
+MAX_BYTECODE_OBJECTS = 2_000_000
+#: Distinct globals a ``bytecode.pkl`` may name (each becomes one opaque class).
+MAX_BYTECODE_GLOBALS = 10_000
+
+
+class _PlainUnpickler(BoundedUnpickler):
     """Builds tuples, lists, dicts, strings and numbers; every global becomes an :class:`_Opaque`.
 
     ``find_class`` never imports anything (each global it names becomes an empty
-    subclass of :class:`_Opaque`), and persistent ids (tensor storages) become opaque
-    too, so reading a hostile pickle runs no code.
+    subclass of :class:`_Opaque`, made once per name), and persistent ids (tensor
+    storages) become opaque too, so reading a hostile pickle runs no code.  It is a
+    :class:`~codeparse.safepickle.BoundedUnpickler`: memo indices, objects built and
+    integers are bounded.
     """
 
+    def __init__(self, data: bytes):
+        super().__init__(data, MAX_BYTECODE_OBJECTS)
+        self._classes: dict[tuple[str, str], type] = {}
+
     def find_class(self, module: str, name: str):  # noqa: D102
-        return type("Opaque", (_Opaque,), {"qualified": f"{module}.{name}"})
+        key = (module, name)
+        found = self._classes.get(key)
+        if found is None:
+            if len(self._classes) >= MAX_BYTECODE_GLOBALS:
+                raise PickleLimit(f"more than {MAX_BYTECODE_GLOBALS} distinct globals")
+            found = self._classes[key] = type("Opaque", (_Opaque,), {"qualified": f"{module}.{name}"})
+        return found
 
     def persistent_load(self, pid: Any) -> _Opaque:  # noqa: D102
         return _Opaque(pid)
@@ -496,9 +563,13 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def _plain_load(data: bytes) -> Any:
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        return _PlainUnpickler(data).load()
+    except PickleLimit:
+        raise
+    except RecursionError:
+        raise LegacyError("bytecode.pkl cannot be read: nested too deeply") from None
     except Exception as exc:  # any malformed pickle is one clear error
-        raise LegacyError(f"bytecode.pkl cannot be read: {type(exc).__name__}: {exc}") from None
+        raise LegacyError(f"bytecode.pkl cannot be read: {type(exc).__name__}: {str(exc)[:80]}") from None
 
 
 def _named(table: Any, name: str) -> Any:
@@ -520,22 +591,32 @@ def read_bytecode(data: bytes) -> BytecodeInfo:
     value = _plain_load(data)
     if not isinstance(value, tuple) or not value or not isinstance(value[0], int):
         raise LegacyError("bytecode.pkl does not start with a version number")
+    if not safe_int(value[0], 0, 1 << 31):
+        raise PickleLimit("the version number is out of range")
     methods: list[str] = []
     operators: list[str] = []
     seen: set[str] = set()
+    walked: set[int] = set()  # code tables and operator lists shared by reference: walked once
     for method in value[1:]:
         if not isinstance(method, tuple) or not method or not isinstance(method[0], str):
             continue
         methods.append(method[0])
         code = method[1] if len(method) > 1 else None
+        if id(code) in walked:
+            continue
+        walked.add(id(code))
         # v5+: the code table is itself (("instructions", ...), ("operators", ...), ...)
         ops = _named(code, "operators")
         if ops is None and isinstance(code, tuple):
             ops = _named(code[1] if len(code) > 1 else None, "operators")
         if isinstance(ops, tuple) and ops and ops[0] == "operators":
             ops = ops[1]
-        for op in ops or ():
-            if isinstance(op, tuple) and op and isinstance(op[0], str):
+        if id(ops) in walked:
+            continue
+        walked.add(id(ops))
+        for op in ops if isinstance(ops, (tuple, list)) else ():
+            if isinstance(op, tuple) and op and isinstance(op[0], str) and id(op) not in walked:
+                walked.add(id(op))
                 overload = op[1] if len(op) > 1 and isinstance(op[1], str) else ""
                 full = f"{op[0]}.{overload}" if overload else op[0]
                 if full not in seen:
@@ -551,6 +632,8 @@ def bytecode_diagnostic(data: bytes, archive_path: str, entry: str) -> dict:
 
     try:
         info = read_bytecode(data)
+    except PickleLimit as exc:
+        return diagnostic("CP343", archive_path, None, entry=entry, reason=str(exc))
     except LegacyError as exc:
         return diagnostic("CP352", archive_path, None, entry=entry, reason=str(exc))
     return diagnostic("CP351", archive_path, None, entry=entry, version=info.version,

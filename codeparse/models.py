@@ -278,6 +278,12 @@ class ModuleNode(Node):
     path: str = Field(description="Dotted from the root module: `self`, `self.layer1`, `self.layer1.0`.")
     type: str = Field(description="Qualified class name, e.g. `__torch__.torch.nn.modules.container.Sequential`.")
     children: list["ModuleNode"] = Field(default_factory=list, description="Submodules, in declaration order.")
+    same_as: Optional[str] = Field(
+        default=None,
+        description="Path of the first node of the same class, which lists its submodules; this node's "
+        "`children` are then empty (the tree is built over classes, so a class used at many paths is "
+        "expanded once).",
+    )
 
 
 class Branch(Node):

@@ -518,7 +518,7 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
     return Archive(
         path=path, layout=layout, root=root, version=version, entries=entries, files=files,
         classes=prog.classes, functions=prog.functions, root_class=analysis.root_class,
-        module_tree=_tree(prog, analysis.root_class, "self", 0, set()) if analysis.root_class else None,
+        module_tree=_tree(prog, analysis.root_class, "self") if analysis.root_class else None,
         call_graph=analysis.graph, reachable=analysis.reachable, branches=branches,
         source_map={p: {line: {"path": o[0], "line": o[1]} for line, o in m.items()} for p, m in maps.items()},
         findings=out,
@@ -540,15 +540,47 @@ def _guess_root(prog: _Program) -> Optional[str]:
     return None
 
 
-def _tree(prog: _Program, qualified: str, path: str, depth: int, active: set[str]) -> ModuleNode:
-    children: list[ModuleNode] = []
-    if depth < _MAX_TREE_DEPTH and qualified not in active:
-        active = active | {qualified}
-        for name, (role, typ) in (prog.declared(qualified) or {}).items():
+def _tree(prog: _Program, qualified: str, path: str, depth: int = 0, active: Optional[set[str]] = None) -> ModuleNode:
+    """The module tree from ``qualified`` at ``path``, built over classes: each class's
+    submodules are listed at the first path that reaches it (depth first, declaration
+    order); later nodes of that class point there with ``same_as``.  Linear in the
+    classes and their declarations, iterative, so a class holding two of the next one
+    22 levels deep gives 23 expanded nodes, not 4 million."""
+    first: dict[str, str] = {}
+
+    def submodules(cls: str) -> list[tuple[str, str]]:
+        out = []
+        for name, (role, typ) in (prog.declared(cls) or {}).items():
             child = prog.classes.get(typ) if typ else None
             if role == "submodule" and child is not None and child.kind == "module":
-                children.append(_tree(prog, typ, f"{path}.{name}", depth + 1, active))
-    return ModuleNode(path=path, type=qualified, children=children)
+                out.append((name, typ))
+        return out
+
+    # Each frame: (class, path, depth, children built so far, submodules left to visit).
+    first[qualified] = path
+    root_children: list[ModuleNode] = []
+    stack: list[tuple[str, str, int, list[ModuleNode], list[tuple[str, str]]]] = [
+        (qualified, path, depth, root_children, list(reversed(submodules(qualified))) if depth < _MAX_TREE_DEPTH else [])
+    ]
+    done: Optional[ModuleNode] = None
+    while stack:
+        cls, at, level, children, todo = stack[-1]
+        if not todo:
+            stack.pop()
+            done = ModuleNode(path=at, type=cls, children=children)
+            if stack:
+                stack[-1][3].append(done)
+            continue
+        name, typ = todo.pop()
+        child_path = f"{at}.{name}"
+        if typ in first:
+            children.append(ModuleNode(path=child_path, type=typ, same_as=first[typ]))
+            continue
+        first[typ] = child_path
+        below = list(reversed(submodules(typ))) if level + 1 < _MAX_TREE_DEPTH else []
+        stack.append((typ, child_path, level + 1, [], below))
+    assert done is not None
+    return done
 
 
 def _reach(graph: dict[str, list[str]], starts: list[str]) -> list[str]:
