@@ -35,6 +35,33 @@ __all__ = [
 
 CODE_SUFFIXES = (".code", ".py")
 _DETECT_WINDOW = 4096  # characters of text examined to detect a grammar
+#: Most bytes a code file (or standard input) may hold: ``Policy().max_entry_bytes``, the
+#: limit an archive entry is held to (CP344 beyond it).
+MAX_FILE_BYTES = 64 << 20
+
+
+def _expect(value: Any, kinds: Any, what: str) -> None:
+    """The library boundary: a wrong argument type is a TypeError that says what was expected."""
+    if not isinstance(value, kinds):
+        raise TypeError(f"{what}, not {type(value).__name__}")
+
+
+def _paths(paths: Any, what: str) -> list[str]:
+    """``paths`` as a list of path strings: one ``str``/``PathLike`` is one path (never a
+    sequence of characters); otherwise an iterable of them."""
+    import os
+
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    if isinstance(paths, (bytes, bytearray)) or not hasattr(paths, "__iter__"):
+        raise TypeError(f"{what} expects a path (str or os.PathLike) or an iterable of paths, "
+                        f"not {type(paths).__name__}")
+    out = []
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"{what} expects paths as str or os.PathLike, not {type(p).__name__}")
+        out.append(os.fspath(p))
+    return out
 
 
 class InputError(Exception):
@@ -120,6 +147,9 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     :class:`~codeparse.inference.Callee` of a function of another file, so that calls
     into it are followed.
     """
+    _expect(text, str, "parse_text expects the code as str (use parse_bytes for bytes)")
+    _expect(path, (str, type(None)), "parse_text expects path as str or None")
+    _expect(grammar, (str, type(None)), "parse_text expects grammar as a grammar id (str) or None")
     return _parse(text, path, grammar, owner, (), types, functions, as_dict)
 
 
@@ -247,38 +277,78 @@ def decode_text(data: bytes) -> str:
 def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=None,
                 functions=None, as_dict: bool = False) -> "CodeFile":
     """Decode and parse; binary input raises :class:`InputError`, bad UTF-8 is a diagnostic."""
+    _expect(data, (bytes, bytearray, memoryview), "parse_bytes expects the code as bytes (use parse_text for str)")
+    _expect(path, str, "parse_bytes expects path as str")
+    data = bytes(data)
     text, extra = decode_code(data, path)
     return _parse(text, path, grammar, None, extra, types, functions, as_dict)
 
 
-def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool = False) -> "CodeFile":
-    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it (``as_dict``: see :func:`parse_text`)."""
-    shown = str(path)
+def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool = False,
+               max_bytes: Optional[int] = None) -> "CodeFile":
+    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it (``as_dict``: see :func:`parse_text`).
+
+    Only regular files are read (a FIFO or a device is CP301); a file over ``max_bytes``
+    (default :data:`MAX_FILE_BYTES`, the archive entry limit) is refused with CP344.
+    """
+    import os
+
+    from .walk import not_regular
+
+    _expect(path, (str, os.PathLike), "parse_file expects a path (str or os.PathLike)")
+    shown = os.fspath(path)
+    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
     if shown == "-":
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(limit + 1)
+        size = len(data)
     else:
         p = Path(shown)
         if p.is_dir():
             raise InputError(shown, "is a directory")
+        reason = not_regular(p)
+        if reason is not None:
+            raise InputError(shown, reason)
         try:
-            data = p.read_bytes()
+            with open(p, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                data = handle.read(limit + 1) if size <= limit else b""
         except FileNotFoundError:
             raise InputError(shown, "no such file") from None
         except OSError as exc:
             raise InputError(shown, exc.strerror or str(exc)) from None
+        size = max(size, len(data))
+    if size > limit:
+        finding = diagnostic("CP344", shown, None, size=size if shown != "-" else f"more than {limit}", limit=limit)
+        error = InputError(shown, finding["message"], "CP344")
+        error.finding = finding  # type: ignore[attr-defined]
+        raise error
     return parse_bytes(data, shown, grammar, as_dict=as_dict)
 
 
-def iter_inputs(paths: Iterable[str]) -> list[str]:
-    """Expand directories (recursively) into their code files, sorted; keep ``-``."""
+def iter_inputs(paths: Iterable[str], skipped: Optional[list] = None) -> list[str]:
+    """Expand directories (recursively) into their code files, sorted; keep ``-``.
+
+    Walks never leave their directory: a symbolic link to a file outside it is not
+    listed but appended to ``skipped`` (when given) as a CP342 finding dict.
+    """
+    from .walk import Escaped, walk_files
+
     out: list[str] = []
-    for raw in paths:
+    for raw in _paths(paths, "iter_inputs"):
         if raw == "-":
             out.append(raw)
             continue
         p = Path(raw)
         if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*") if f.suffix in CODE_SUFFIXES and f.is_file())
+            found = []
+            for f in walk_files(p):
+                if PurePosixPath(f).suffix not in CODE_SUFFIXES:
+                    continue
+                if isinstance(f, Escaped):
+                    if skipped is not None:
+                        skipped.append(diagnostic("CP342", str(f), None, link=str(f), target=f.target))
+                    continue
+                found.append(str(f))
             if not found:
                 raise InputError(raw, "directory holds no .code or .py files")
             out.extend(found)

@@ -314,6 +314,11 @@ def _open_zip(path: str, policy: Policy, data: Optional[bytes] = None) -> tuple[
     entry-count limit; raise InputError otherwise."""
     import zipfile
 
+    from .walk import not_regular
+
+    reason = not_regular(path) if data is None else None
+    if reason is not None:  # opening a FIFO blocks, a device never ends
+        raise _refuse(path, "CP301", reason=reason)
     try:
         handle = io.BytesIO(data) if data is not None else open(path, "rb")
     except FileNotFoundError:
@@ -735,8 +740,14 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
 def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Archive:
     """Read a saved TorchScript archive without torch: the public entry point.
 
-    Raises :class:`codeparse.InputError` (with ``.code``) when it cannot be read at all.
+    Raises :class:`codeparse.InputError` (with ``.code``) when it cannot be read at all,
+    and ``TypeError`` for a ``path`` that is not a ``str``/``os.PathLike`` or a ``policy``
+    that is not a :class:`~codeparse.models.Policy`.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"open_archive expects a path (str or os.PathLike), not {type(path).__name__}")
+    if policy is not None and not isinstance(policy, Policy):
+        raise TypeError(f"open_archive expects policy as a codeparse.Policy or None, not {type(policy).__name__}")
     return read_archive(path, policy)
 
 

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import os
 import tomllib
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .codes import CODES, diagnostic
 from .models import Finding, InputReport, Policy, Report
+from .walk import Escaped, not_regular, walk_files
 
 __all__ = [
     "PolicyError",
@@ -63,7 +63,13 @@ _KEYS = {
     "per-file-ignores": "per_file_ignores", "per_file_ignores": "per_file_ignores",
     "baseline": "baseline", "source-root": "source_root", "source_root": "source_root",
     "include-library": "include_library", "include_library": "include_library",
+    "timeout-per-input": "timeout_per_input", "timeout_per_input": "timeout_per_input",
+    "max-memory": "max_memory", "max_memory": "max_memory",
 }
+# Fields a pyproject.toml found on its own (the checkout being checked) may only lower:
+# raising them, or `fail-on = "never"`, takes the command line or `--config FILE`.
+_LIMITS = ("max_entries", "max_entry_bytes", "max_total_bytes", "max_ratio", "max_debug_chars",
+           "timeout_per_input", "max_memory")
 
 
 _SETTINGS = ("cache-dir", "cache_dir")  # [tool.codeparse] keys that are not policy
@@ -82,9 +88,18 @@ def find_pyproject(start: Optional[Path] = None) -> Optional[Path]:
     return None
 
 
-def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None) -> Policy:
-    """The policy of ``[tool.codeparse]`` in ``pyproject`` (default: the nearest one upward)."""
+def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None, *,
+                trusted: Optional[bool] = None, notes: Optional[list[str]] = None) -> Policy:
+    """The policy of ``[tool.codeparse]`` in ``pyproject`` (default: the nearest one upward).
+
+    A file named explicitly is trusted; the nearest one found upward is not (it belongs
+    to the checkout being checked, which may be hostile): it may lower limits and select
+    rules, but a limit above the built-in default or ``fail-on = "never"`` is ignored,
+    with a one-line note appended to ``notes``.  ``trusted`` overrides the default.
+    """
     path = Path(pyproject) if pyproject is not None else find_pyproject(start)
+    if trusted is None:
+        trusted = pyproject is not None
     if path is None:
         return Policy()
     try:
@@ -106,6 +121,18 @@ def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[P
             known = ", ".join(sorted([k for k in _KEYS if "_" not in k] + ["cache-dir"]))
             raise PolicyError(f"{path}: [tool.codeparse] has an unknown key {key!r}; known: {known}")
         values[field] = value
+    if not trusted:
+        defaults = Policy()
+        for field in list(values):
+            value = values[field]
+            raises = (field in _LIMITS and isinstance(value, (int, float)) and not isinstance(value, bool)
+                      and value > getattr(defaults, field))
+            if raises or (field == "fail_on" and value == "never"):
+                del values[field]
+                shown = field.replace("_", "-")
+                if notes is not None:
+                    notes.append(f"{path}: {shown} = {value!r} is ignored: a pyproject.toml found in the "
+                                 f"checked tree may only lower limits (pass --{shown} or --config FILE)")
     return policy_with(Policy(), where=str(path), **values)
 
 
@@ -180,6 +207,9 @@ def policy_with(policy: Policy, where: str = "command line", **changes: Any) -> 
         elif key == "include_library":
             if not isinstance(value, bool):
                 raise PolicyError(f"{where}: include-library must be true or false")
+        elif key == "timeout_per_input":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise PolicyError(f"{where}: timeout-per-input must be a positive number of seconds")
         else:
             raise PolicyError(f"{where}: unknown policy field {key!r}")
         data[key] = value
@@ -203,6 +233,9 @@ def fails(finding: Finding, policy: Policy) -> bool:
 # The `problem` of a file met in a directory walk that is no model file but is named like
 # one (`notes.pt`): listed as kind `other`, not an error (issue 11).
 NOT_A_MODEL = "not a model file"
+# The `problem` of a symbolic link met in a walk whose target leaves the walked tree,
+# followed by the target: reported (CP342), never read (issue 15).
+OUTSIDE_TREE = "link outside the walked tree: "
 
 
 def _walk_entry(f: Path, models_only: bool = False) -> Optional[tuple[str, Optional[str]]]:
@@ -251,18 +284,23 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
             from .models import DEFAULT_EXCLUDE
 
             skip = [*DEFAULT_EXCLUDE, *exclude]
-            for f in sorted(p.rglob("*")):
-                if matches(str(f.relative_to(p)), skip) or (exclude and matches(str(f), exclude)):
+            for name in walk_files(p):
+                if matches(os.path.relpath(name, p), skip) or (exclude and matches(str(name), exclude)):
                     continue
-                if not f.is_file():
+                if isinstance(name, Escaped):  # reported (CP342), never read
+                    found.append((str(name), OUTSIDE_TREE + name.target))
                     continue
-                entry = _walk_entry(f, models_only)
+                entry = _walk_entry(Path(name), models_only)
                 if entry is not None:
                     found.append(entry)
             if not found:
                 out.append((raw, "directory holds no archives or .code files"))
             out.extend(found)
         elif p.exists():
+            reason = not_regular(p)
+            if reason is not None:  # a FIFO or a device: CP301, never opened
+                out.append((raw, reason))
+                continue
             if skip_other and p.is_file():  # pre-commit passes every file: decide as a walk does
                 entry = _walk_entry(p, models_only)
                 if entry is not None:
@@ -309,6 +347,10 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
 
     if problem == NOT_A_MODEL:
         return InputReport(path=path, kind="other", readable=True)
+    if problem is not None and problem.startswith(OUTSIDE_TREE):
+        target = problem[len(OUTSIDE_TREE):]
+        return InputReport(path=path, kind="other", readable=True,
+                           findings=_filter([_whole("CP342", path, link=path, target=target)], policy))
     if problem is not None:
         return InputReport(path=path, kind="code", readable=False,
                            findings=_filter([_whole("CP301", path, reason=problem)], policy, force=True))
@@ -338,10 +380,17 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
                                findings=_filter([Finding.model_validate(finding)], policy, force=True))
         return archive_report(path, archive, extras, policy)
     try:
-        code_file = parse_file(path) if data is None else parse_bytes(data, path)
+        if data is not None and len(data) > policy.max_entry_bytes:
+            data = None  # standard input over the limit: parse_file says so (CP344)
+            raise InputError(path, "", "CP344")
+        code_file = parse_file(path, max_bytes=policy.max_entry_bytes) if data is None else parse_bytes(data, path)
     except InputError as exc:
-        return InputReport(path=path, kind="code", readable=False,
-                           findings=_filter([_whole(exc.code, path, reason=exc.message)], policy, force=True))
+        finding = getattr(exc, "finding", None)
+        if exc.code == "CP344" and finding is None:
+            finding = diagnostic("CP344", path, None, size=f"more than {policy.max_entry_bytes}",
+                                 limit=policy.max_entry_bytes)
+        found = Finding.model_validate(finding) if finding else _whole(exc.code, path, reason=exc.message)
+        return InputReport(path=path, kind="code", readable=False, findings=_filter([found], policy, force=True))
     findings = [to_finding(d.model_dump()) for d in code_file.diagnostics]
     functions = [m for c in code_file.classes for m in c.methods] + list(code_file.functions)
     ifs = []
@@ -479,6 +528,15 @@ def _worker_cache(cache_dir: Optional[str]) -> Any:
     return found
 
 
+def over_budget(path: str, reason: str) -> InputReport:
+    """The report of an input that ran out of its budget: CP340 alone (its partial results
+    dropped), unreadable, so that exhausting the budget can never pass a gate."""
+    from .archive import is_archive_path
+
+    kind = "archive" if path != "-" and is_archive_path(path) else "code"
+    return InputReport(path=path, kind=kind, readable=False, findings=[_whole("CP340", path, reason=reason)])
+
+
 def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optional[bytes] = None,
                   scan_only: bool = False, cache: Any = None) -> InputReport:
     """``check_input`` that never raises; ``cache`` is an EntryCache, or a cache folder
@@ -490,7 +548,7 @@ def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optio
     except RecursionError:
         reason = "nested too deeply to read"
     except MemoryError:
-        reason = "out of memory while reading"
+        return over_budget(path, f"more than {policy.max_memory} MB of memory (--max-memory)")
     except Exception as exc:  # noqa: BLE001 - one input never stops the others, never a traceback
         reason = f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return InputReport(path=path, kind="code", readable=False,
@@ -504,8 +562,12 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     """Check archives, code files and directories of them; see the module docs.
 
     ``policy`` defaults to :class:`Policy` ``()``; a ``pyproject.toml`` is read only when
-    asked: ``pyproject=True`` (the nearest one, upward from the working directory) or a path.
-    ``jobs`` > 1 checks inputs in that many processes (same results, same order).
+    asked: ``pyproject=True`` (the nearest one, upward from the working directory, read as
+    untrusted: it may only lower limits) or a path.
+    ``jobs`` > 1 checks inputs in that many processes (same results, same order), never
+    more than the CPUs available.  Each input is read in a worker process within
+    ``policy.timeout_per_input`` seconds and ``policy.max_memory`` MB
+    (:mod:`codeparse.budget`): one over budget gets CP340 and the others go on.
     ``progress`` is called once per input, in input order, as results arrive.
     ``scan_only``: the pickle checks alone (``codeparse scan``).  ``skip_other``: files
     named that are no model file are treated as in a directory walk (pre-commit).
@@ -515,6 +577,14 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     from .cache import EntryCache
 
     folder = os.fspath(cache_dir) if cache_dir is not None else None
+
+    from .api import _paths
+
+    paths = _paths(paths, "check")  # one str is one path, never a walk of its characters
+    if policy is not None and not isinstance(policy, Policy):
+        raise TypeError(f"check expects policy as a codeparse.Policy or None, not {type(policy).__name__}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TypeError(f"check expects jobs as a positive int, not {jobs!r}")
     if policy is None:
         if pyproject is True:
             policy = load_policy()
@@ -522,23 +592,24 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
             policy = load_policy(pyproject)
         else:
             policy = Policy()
-    inputs = expand_inputs((os.fspath(p) for p in paths), models_only=scan_only,
+    inputs = expand_inputs(paths, models_only=scan_only,
                            exclude=[*policy.exclude, *policy.extend_exclude], skip_other=skip_other)
     reports: list[InputReport] = []
     stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
-    if stdin is not None:
-        jobs = 1  # standard input is read once, here
-    if jobs > 1 and len(inputs) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    from . import budget
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(inputs))) as pool:
-            results = pool.map(_check_safely, [p for p, _ in inputs], repeat(policy),
-                               [problem for _, problem in inputs], repeat(None), repeat(scan_only), repeat(folder),
-                               chunksize=1)
-            for report in results:
-                reports.append(report)
-                if progress is not None:
-                    progress(report)
+    if inputs and budget.available():
+        # Each input in a worker process, within its time and memory budget (CP340).
+        tasks = [(path, policy, problem, stdin if path == "-" else None, scan_only, folder) for path, problem in inputs]
+
+        def arrived(_index: int, report: InputReport) -> None:
+            if progress is not None:
+                progress(report)
+
+        results = budget.run_bounded(
+            tasks, _check_safely, jobs=jobs, timeout=policy.timeout_per_input, max_memory=policy.max_memory,
+            over_budget=lambda index, reason: over_budget(inputs[index][0], reason), on_result=arrived)
+        reports = [r if isinstance(r, InputReport) else _failed(inputs[i][0], r) for i, r in enumerate(results)]
     else:
         cache = EntryCache(folder)
         for path, problem in inputs:
@@ -586,6 +657,11 @@ def adjust(reports: list[InputReport], policy: Policy) -> list[InputReport]:
             kept = apply_baseline(kept, remaining)
         out.append(report.model_copy(update={"findings": kept}))
     return out
+
+
+def _failed(path: str, exc: BaseException) -> InputReport:
+    return InputReport(path=path, kind="code", readable=False,
+                       findings=[_whole("CP301", path, reason=f"internal error: {exc}")])
 
 
 def make_report(reports: list[InputReport], policy: Policy) -> Report:

@@ -26,6 +26,8 @@ import codeparse
 from . import render
 from .cli_output import opened, output_options
 from .api import decode_text
+from .budget import Terminated
+from .escaping import for_text
 from .grammar import GrammarError, available_grammars, load_grammar
 from .plain import view
 
@@ -73,12 +75,50 @@ def _one_line(exc: BaseException) -> str:
 def _input_error(err: TextIO, exc: "codeparse.InputError", fallback: str) -> None:
     path = getattr(exc, "path", None) or fallback
     code = getattr(exc, "code", "CP301")
-    err.write(f"{path}: {code} {getattr(exc, 'message', str(exc))}\n")
+    err.write(f"{for_text(path)}: {code} {for_text(getattr(exc, 'message', str(exc)))}\n")
 
 
 def _internal_error(err: TextIO, path: Optional[str], exc: BaseException) -> None:
-    where = f"{path}: " if path else ""
-    err.write(f"{where}internal error: {_one_line(exc)} (this is a bug in codeparse; please report it)\n")
+    where = f"{for_text(path)}: " if path else ""
+    err.write(f"{where}internal error: {for_text(_one_line(exc))} (this is a bug in codeparse; please report it)\n")
+
+
+class OutputError(Exception):
+    """Writing the results failed (disk full, closed or broken stream): ``main`` prints one
+    line and exits 2.  Never a bug in codeparse, so never reported as one."""
+
+
+class _Output:
+    """Standard output while a command runs: a failed write or flush is an :class:`OutputError`
+    (a closed pipe stays a ``BrokenPipeError``: ``main`` ends quietly)."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise OutputError(_io_reason(exc)) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise OutputError(_io_reason(exc)) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _io_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return _one_line(exc)
 
 
 # ----------------------------------------------------------------------- reading
@@ -161,18 +201,24 @@ def run_parse(
 
     try:
         for arg in paths:
+            skipped: list[dict] = []
             try:
-                files = [arg] if arg == "-" else codeparse.iter_inputs([arg])
+                files = [arg] if arg == "-" else codeparse.iter_inputs([arg], skipped=skipped)
             except codeparse.InputError as exc:
                 _input_error(err, exc, arg)
                 status = EXIT_ERROR
                 continue
+            except OutputError:
+                raise
             except Exception as exc:  # noqa: BLE001 - never a traceback
                 _internal_error(err, arg, exc)
                 status = EXIT_ERROR
                 continue
+            for link in skipped:  # symbolic links out of the walked tree: reported, not read
+                err.write(f"{for_text(link['path'])}: {link['code']} {for_text(link['message'])}\n")
+                status = max(status, EXIT_DIAGNOSTICS)
             if not files:
-                err.write(f"{arg}: warning: no .code or .py files found\n")
+                err.write(f"{for_text(arg)}: warning: no .code or .py files found\n")
                 continue
             for path in files:
                 try:
@@ -193,7 +239,7 @@ def run_parse(
                 except GrammarError as exc:  # the grammar is broken: every input would fail
                     err.write(f"{PROG}: error: {exc}\n")
                     raise _Fatal(EXIT_ERROR) from None
-                except BrokenPipeError:  # the reader went away: main() ends quietly
+                except (BrokenPipeError, OutputError):  # main() ends quietly / with one line
                     raise
                 except Exception as exc:  # noqa: BLE001 - never a traceback
                     _internal_error(err, path, exc)
@@ -343,11 +389,30 @@ def _silence_stdout() -> None:
         pass
 
 
+def _output_failed(reason: str) -> int:
+    try:
+        sys.stderr.write(f"{PROG}: error: cannot write output: {for_text(reason)}\n")
+    except Exception:  # noqa: BLE001 - stderr itself is gone
+        pass
+    _silence_stdout()  # what is still buffered goes nowhere, not to an error at exit
+    return EXIT_ERROR
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code.
+
+    Output that cannot be written (disk full, standard output closed) is one line on
+    standard error and exit 2, never "a bug in codeparse"."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:
+        return _output_failed("standard output is closed")
+    real = sys.stdout
+    sys.stdout = _Output(real)  # type: ignore[assignment]
     try:
         result = cli.main(args=args, prog_name=PROG, standalone_mode=False)
+        sys.stdout.flush()
+    except OutputError as exc:
+        return _output_failed(str(exc))
     except click.UsageError as exc:
         exc.show()
         return EXIT_ERROR
@@ -357,6 +422,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (click.Abort, KeyboardInterrupt):
         sys.stderr.write("interrupted\n")
         return 130
+    except Terminated:  # SIGTERM while inputs were read: workers are gone, no output file written
+        sys.stderr.write("terminated\n")
+        return 143
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_DIAGNOSTICS
@@ -365,12 +433,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return exc.code or EXIT_OK
         sys.stderr.write(f"{exc.code}\n")
         return EXIT_ERROR
+    except OSError as exc:  # a stream outside the guarded one
+        return _output_failed(_io_reason(exc))
     except Exception as exc:  # noqa: BLE001 - never a traceback
         try:
             _internal_error(sys.stderr, None, exc)
         except Exception:  # noqa: BLE001 - stderr itself is gone
             pass
         return EXIT_ERROR
+    finally:
+        sys.stdout = real
     if isinstance(result, int):
         return result
     return EXIT_OK

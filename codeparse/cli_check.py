@@ -149,25 +149,41 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
               out: TextIO, err: TextIO, color: Optional[bool] = None, scan_only: bool = False,
               output_file: Optional[str] = None, exit_zero: bool = False, statistics: bool = False,
               quiet: bool = False, write_baseline: Optional[str] = None, skip_other: bool = False,
-              cache_dir: Optional[str] = None, dask: Optional[str] = None) -> int:
+              cache_dir: Optional[str] = None, dask: Optional[str] = None, isolated: bool = False) -> int:
     """The ``check`` (or, with ``scan_only``, ``scan``) command with its streams given:
-    returns the exit code."""
+    returns the exit code.
+
+    ``config`` names a trusted pyproject.toml; without it the nearest one is read as
+    untrusted (it may only lower limits); ``isolated`` reads none (ruff's ``--isolated``).
+    """
     import importlib
 
     from .baseline import BaselineError
+    from .budget import cpu_count
     from .cli_output import opened
-    from .models import InputReport
+    from .escaping import for_text
+    from .models import InputReport, Policy
 
     checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
 
+    notes: list[str] = []
     try:
-        policy = checker.load_policy(config) if config else checker.load_policy()
+        if isolated:
+            policy = Policy()
+        else:
+            policy = checker.load_policy(config) if config else checker.load_policy(notes=notes)
         policy = checker.policy_with(policy, **options)
         if cache_dir is None and not scan_only:
             cache_dir = checker.load_cache_dir(config) if config else checker.load_cache_dir()
     except checker.PolicyError as exc:
-        err.write(f"codeparse: error: {exc}\n")
+        err.write(f"codeparse: error: {for_text(exc)}\n")
         return 2
+    for note in notes:
+        err.write(f"codeparse: warning: {for_text(note)}\n")
+    cpus = cpu_count()
+    if jobs > cpus:
+        err.write(f"codeparse: warning: --jobs {jobs} is more than the {cpus} CPU(s) available; using {cpus}\n")
+        jobs = cpus
     if write_baseline:
         policy = policy.model_copy(update={"baseline": None})
     if fmt == "parquet" and (dask is None or output_file is None):
@@ -200,7 +216,8 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
     for item in report.inputs:
         if not item.readable:
             reason = item.findings[0] if item.findings else None
-            err.write(f"{item.path}: {reason.code} {reason.message}\n" if reason else f"{item.path}: unreadable\n")
+            err.write(f"{for_text(item.path)}: {reason.code} {for_text(reason.message)}\n" if reason
+                      else f"{for_text(item.path)}: unreadable\n")
     if write_baseline:
         from .baseline import write_baseline as write
 
@@ -281,7 +298,9 @@ def _policy_options(command: Any) -> Any:
                      help="Files named that are no model file (by their bytes) and no .code are passed over, "
                           "as in a directory walk (the pre-commit hook)."),
         click.option("--config", default=None, metavar="PYPROJECT",
-                     help="Read [tool.codeparse] from this file instead of the nearest pyproject.toml."),
+                     help="Read [tool.codeparse] from this file (trusted) instead of the nearest pyproject.toml "
+                          "(which may only lower limits)."),
+        click.option("--isolated", is_flag=True, default=False, help="Ignore every configuration file."),
         click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal)."),
     ]
     for option in reversed(options):
@@ -321,10 +340,14 @@ def register(group: click.Group) -> None:
     @click.option("--cache-dir", default=None, metavar="DIR",
                   help="Keep parsed entries in this folder (JSON) and reuse them on later runs "
                        "(default: pyproject's cache-dir; off when neither is given).")
+    @click.option("--timeout-per-input", "timeout_per_input", type=click.FloatRange(min=0, min_open=True, max=1e9),
+                  default=None, metavar="SECONDS", help="Stop an input after this many seconds (CP340; default 60).")
+    @click.option("--max-memory", "max_memory", type=click.IntRange(min=1), default=None, metavar="MB",
+                  help="Most memory one worker process may add while reading an input (CP340; default 1024).")
     def check_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], jobs: int, config: Optional[str],
                       color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
                       write_baseline: Optional[str], skip_other: bool, dask_scheduler: Optional[str],
-                      cache_dir: Optional[str], **options: Any) -> int:
+                      cache_dir: Optional[str], isolated: bool, **options: Any) -> int:
         """Check model files: saved TorchScript archives (.pt, .ptl, .zip, torch.package, any
         name: the bytes decide), torch.save checkpoints, .pt2 and pickles (their pickles
         scanned), .code files, directories of them, or - for standard input.
@@ -335,7 +358,7 @@ def register(group: click.Group) -> None:
         return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color,
                          output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
                          write_baseline=write_baseline, skip_other=skip_other, cache_dir=cache_dir,
-                         dask=dask_scheduler)
+                         dask=dask_scheduler, isolated=isolated)
 
     @group.command("scan")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
@@ -343,14 +366,14 @@ def register(group: click.Group) -> None:
     @_policy_options
     def scan_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], config: Optional[str],
                      color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
-                     write_baseline: Optional[str], skip_other: bool, **options: Any) -> int:
+                     write_baseline: Optional[str], skip_other: bool, isolated: bool, **options: Any) -> int:
         """Scan the pickles of model files (TorchScript archives, torch.save checkpoints, .pt2,
         plain pickles) for the globals they name, without unpickling: CP330 dangerous,
         CP331 unknown, CP332 unreadable.  Directories are walked; the bytes decide.
         """
         return run_check(list(paths), fmt, options, 1, config, sys.stdout, sys.stderr, color=color, scan_only=True,
                          output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
-                         write_baseline=write_baseline, skip_other=skip_other)
+                         write_baseline=write_baseline, skip_other=skip_other, isolated=isolated)
 
     @group.command("rule")
     @click.argument("code", required=False)

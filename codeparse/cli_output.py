@@ -42,11 +42,23 @@ def opened(output_file: Optional[str]) -> Iterator[TextIO]:
         yield sys.stdout
         sys.stdout.flush()
         return
+    import os
+    import tempfile
+
     path = Path(output_file)
-    try:
+    try:  # written whole or not at all: a temporary file beside it, renamed when complete (issue 15)
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "w", encoding="utf-8", newline="\n")
+        fd, temp = tempfile.mkstemp(prefix=".codeparse-", suffix=".tmp", dir=path.parent)
+        handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
     except OSError as exc:
         raise click.UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}") from None
-    with handle:
-        yield handle
+    try:
+        with handle:
+            yield handle
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise

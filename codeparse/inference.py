@@ -58,6 +58,8 @@ _MAX_RESOLVED = 2000  # characters of a resolved condition before it stops expan
 _MAX_RESOLVE_DEPTH = 24
 _MAX_TYPE_DEPTH = 200  # nested operands typed before a type is given up
 _MAX_REF = 60  # characters of an operand's text used as a source's name
+_MAX_PATH = 1000  # characters of a path from `self` (`self.a.b...`); longer is no module path
+_CUT = "…"  # ends a resolved condition cut at _MAX_RESOLVED characters
 _EMPTY: tuple[frozenset, frozenset] = (frozenset(), frozenset())
 _DEEP = 80  # memo entries on the stack (all functions together) before a visit is redone bottom-up
 _DEEP_CALLS = 8  # nested summaries before the callees are summarized bottom-up
@@ -472,6 +474,7 @@ class Inference:
         self._low = 0
         self._prepared: set[str] = set()
         self._typed: set[str] = set()
+        self._replacements: dict[tuple[str, int], Optional[str]] = {}  # (name, depth) -> resolved text
 
     # -- trees and names -------------------------------------------------------
     def value_spans(self) -> list[tuple[int, int]]:
@@ -527,11 +530,11 @@ class Inference:
             return self.name_path(node.id, depth)
         if isinstance(node, Attr):
             base = self.expr_path(node.value, depth)
-            return f"{base}.{node.attr}" if base else None
+            return _joined(base, node.attr)
         if isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "getattr":
             if len(node.args) == 2 and isinstance(node.args[1], Const) and node.args[1].kind == "string":
                 base = self.expr_path(node.args[0], depth)
-                return f"{base}.{unquote(node.args[1].text)}" if base else None
+                return _joined(base, unquote(node.args[1].text))
         return None
 
     def callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
@@ -1106,8 +1109,13 @@ class Inference:
 
     # -- resolved text ----------------------------------------------------------
     def resolved(self, node: Expr) -> str:
-        """The expression as printed, temporaries and locals replaced by their definitions."""
-        return self._resolve(node, 0, set())
+        """The expression as printed, temporaries and locals replaced by their definitions.
+
+        Each name's replacement is built once per depth and shared (a temporary used twice
+        by each of 22 others costs 22 replacements, not 4 million); one longer than
+        ``_MAX_RESOLVED`` stays a name, and the whole is cut there with a marker."""
+        out = self._resolve(node, 0, set())
+        return out if len(out) <= _MAX_RESOLVED else out[:_MAX_RESOLVED - 1] + _CUT
 
     def _resolve(self, node: Expr, depth: int, active: set) -> str:
         text = self.text
@@ -1131,6 +1139,13 @@ class Inference:
             return f"({inner})" if inner is not None else None
         if depth >= _MAX_RESOLVE_DEPTH or n.id in active:
             return None
+        key = (n.id, depth)
+        if key in self._replacements:
+            return self._replacements[key]
+        out = self._replacements[key] = self._replace(n, depth, active)
+        return out
+
+    def _replace(self, n: Name, depth: int, active: set) -> Optional[str]:
         path = self.name_path(n.id)
         if path:
             return None if path == n.id else path
@@ -1146,6 +1161,14 @@ class Inference:
         if len(out) > _MAX_RESOLVED:
             return None
         return out
+
+
+def _joined(base: Optional[str], attr: str) -> Optional[str]:
+    """``base.attr``, or None when there is no base or the path would pass ``_MAX_PATH``
+    (a chain of 32,000 ``a_i = a_{i-1}.b`` is no module path; kept, it would be 1 GB)."""
+    if not base or len(base) + len(attr) >= _MAX_PATH:
+        return None
+    return f"{base}.{attr}"
 
 
 def _position(text: str, ref: str) -> int:

@@ -343,12 +343,21 @@ class Policy(Node):
     select: list[str] = Field(default_factory=list, description="Codes or prefixes to report (`CP2`); empty: all.")
     ignore: list[str] = Field(default_factory=list, description="Codes or prefixes never reported.")
     fail_on: FailOn = Field(default="error", description="Lowest severity that fails the check (`never`: none).")
-    max_entries: int = Field(default=50_000, description="Most zip entries an archive may have.")
-    max_entry_bytes: int = Field(default=64 << 20, description="Most bytes one entry read may inflate to.")
-    max_total_bytes: int = Field(default=512 << 20, description="Most bytes all entries read may inflate to.")
-    max_ratio: int = Field(default=200, description="Highest inflated/stored size ratio of an entry read.")
+    max_entries: int = Field(default=50_000, gt=0, description="Most zip entries an archive may have.")
+    max_entry_bytes: int = Field(default=64 << 20, gt=0,
+                                 description="Most bytes one entry read (or one code file) may inflate to.")
+    max_total_bytes: int = Field(default=512 << 20, gt=0, description="Most bytes all entries read may inflate to.")
+    max_ratio: int = Field(default=200, gt=0, description="Highest inflated/stored size ratio of an entry read.")
     max_debug_chars: int = Field(
-        default=32 << 20, description="Most characters of distinct source text one `.debug_pkl` may rebuild (CP315)."
+        default=32 << 20, gt=0,
+        description="Most characters of distinct source text one `.debug_pkl` may rebuild (CP315).",
+    )
+    timeout_per_input: float = Field(
+        default=60.0, gt=0, allow_inf_nan=False,
+        description="Seconds one input may take (wall clock) before it is stopped (CP340).",
+    )
+    max_memory: int = Field(
+        default=1024, gt=0, description="Megabytes of memory one worker process may add while reading an input (CP340)."
     )
     target: Literal["trace", "export"] = Field(
         default="trace",

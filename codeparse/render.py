@@ -135,17 +135,26 @@ def _line_of(text: str, line: int) -> Optional[str]:
     return out[:-1] if out.endswith("\r") else out
 
 
+#: Characters of a source line shown under a diagnostic; a longer line is cut around the
+#: span, with ``…`` where text was left out.
+CARET_WIDTH = 160
+
+
 def render_diagnostic(diag: "Diagnostic", text: Optional[str] = None, path: Optional[str] = None) -> str:
     """``path:line:col: CODE message``, then the source line and a caret line.
 
     ``text`` is the source the spans index into; without it (or without a span) only
-    the first line is rendered.  No trailing newline.
+    the first line is rendered.  No trailing newline.  Everything from the input (the
+    path, the message, the source line) passes :func:`codeparse.escaping.for_text`, so
+    a newline or an escape sequence in it is shown as ``\\n``/``\\x1b`` and cannot forge
+    an output line; a source line longer than :data:`CARET_WIDTH` is cut around the span.
     """
-    where = path if path is not None else diag.path
+    where = for_text(path if path is not None else diag.path)
+    message = for_text(diag.message)
     span = diag.span
     if span is None:
-        return f"{where}: {diag.code} {diag.message}"
-    head = f"{where}:{span.line}:{span.column}: {diag.code} {diag.message}"
+        return f"{where}: {diag.code} {message}"
+    head = f"{where}:{span.line}:{span.column}: {diag.code} {message}"
     source_line = _line_of(text, span.line) if text is not None else None
     if source_line is None:
         return head
@@ -154,10 +163,20 @@ def render_diagnostic(diag: "Diagnostic", text: Optional[str] = None, path: Opti
         col = len(source_line)
     end = span.end_column - 1 if span.end_line == span.line else len(source_line)
     end = min(max(end, col + 1), max(len(source_line), col + 1))
-    underlined = source_line[col:end]
+    before, after = "", ""
+    if len(source_line) > CARET_WIDTH:  # a window around the span's start
+        left = max(0, min(col - CARET_WIDTH // 4, len(source_line) - CARET_WIDTH))
+        right = left + CARET_WIDTH
+        before = "…" if left > 0 else ""
+        after = "…" if right < len(source_line) else ""
+        source_line = source_line[left:right]
+        col, end = col - left, max(min(end, right) - left, col - left + 1)
+    shown_before = before + for_text(source_line[:col])
+    underlined = for_text(source_line[col:end])
     width = sum(_display_width(ch) for ch in underlined) if underlined else 1
     carets = "^" * max(width, 1)
-    return f"{head}\n  {source_line}\n  {_pad(source_line[:col])}{carets}"
+    shown = shown_before + underlined + for_text(source_line[end:]) + after
+    return f"{head}\n  {shown}\n  {_pad(shown_before)}{carets}"
 
 
 def render_diagnostics(

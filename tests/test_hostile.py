@@ -269,3 +269,439 @@ def test_model_json_entry_named_with_a_bang(tmp_path, capsys):
     assert json.loads(out)["path"] == f"{path}!m/code/a!b.py"
     status, out, err = run_cli(capsys, "check", path)
     assert status == 0 and "internal error" not in out + err
+
+
+# -------------------------------------------------------------------------- files
+
+
+def test_symlink_out_of_the_walked_tree_is_reported_not_read(tmp_path, capsys):
+    secret = tmp_path / "secret.code"
+    secret.write_text("the secret text of another file\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "leak.code").symlink_to(secret)
+    (repo / "outside").symlink_to(tmp_path, target_is_directory=True)
+    (repo / "good.code").write_bytes(GOOD_CODE)
+    (repo / "inside.code").symlink_to(repo / "good.code")  # stays in the tree: read
+    code, out, err = run_cli(capsys, "check", repo, "--format", "json", "--isolated")
+    report = json.loads(out)
+    assert "secret text" not in out + err
+    by_path = {i["path"]: i for i in report["inputs"]}
+    assert [f["code"] for f in by_path[str(repo / "leak.code")]["findings"]] == ["CP342"]
+    assert by_path[str(repo / "leak.code")]["findings"][0]["args"]["target"] == str(secret)
+    assert [f["code"] for f in by_path[str(repo / "outside")]["findings"]] == ["CP342"]
+    assert by_path[str(repo / "inside.code")]["files"] == 1
+    assert code == 0  # a warning
+    code, out, err = run_cli(capsys, "parse", repo, "--format", "jsonl")
+    assert "secret text" not in out + err
+    assert f"{repo / 'leak.code'}: CP342 " in err and code == 1
+    assert [json.loads(line)["path"] for line in out.splitlines()] == [str(repo / "good.code"), str(repo / "inside.code")]
+
+
+def test_fifo_and_device_are_refused_as_explicit_paths(tmp_path, capsys):
+    fifo = tmp_path / "pipe.code"
+    os.mkfifo(fifo)
+    for command in ("check", "parse"):
+        code, _, err = run_cli(capsys, command, fifo)  # opening it would block forever
+        assert code == 2 and "CP301" in err and "not a regular file (a FIFO)" in err
+    code, _, err = run_cli(capsys, "check", "/dev/zero")  # would never end
+    assert code == 2 and "not a regular file (a character device)" in err
+    with pytest.raises(codeparse.InputError, match="a FIFO"):
+        codeparse.parse_file(fifo)
+    with pytest.raises(codeparse.InputError, match="a FIFO"):
+        codeparse.open_archive(fifo)
+
+
+def test_code_file_over_max_entry_bytes(tmp_path, capsys):
+    big = write(tmp_path / "big.code", GOOD_CODE * 4)
+    code, out, err = run_cli(capsys, "check", big, "--max-entry-bytes", "1000", "--format", "json")
+    [finding] = json.loads(out)["inputs"][0]["findings"]
+    assert (code, finding["code"], finding["args"]) == (2, "CP344", {"size": str(len(GOOD_CODE) * 4), "limit": "1000"})
+    with pytest.raises(codeparse.InputError) as info:
+        codeparse.parse_file(big, max_bytes=1000)
+    assert info.value.code == "CP344"
+
+
+# ------------------------------------------------------------------------- policy
+
+
+def test_pyproject_of_the_checked_tree_may_only_lower_limits(tmp_path, monkeypatch, capsys):
+    dense = write(tmp_path / "dense.pt", raw_zip([stored("m/version", b"3"), stored("m/code/__torch__.py", GOOD_CODE)]
+                                                 + [stored(f"m/d/{i}", b"") for i in range(20)]))
+    (tmp_path / "pyproject.toml").write_text('[tool.codeparse]\nmax-entries = 1000000000\nfail-on = "never"\n'
+                                            'max-ratio = 100\nselect = ["CP3", "CP2"]\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "check", dense, "--format", "json", "--max-entries", "10")
+    assert code == 2 and "CP308" in out  # the command line still lowers the limit
+    code, out, err = run_cli(capsys, "check", dense, "--format", "json")
+    policy = json.loads(out)["policy"]
+    assert (policy["max_entries"], policy["fail_on"], policy["max_ratio"]) == (50_000, "error", 100)
+    assert err.count("codeparse: warning:") == 2 and "max-entries = 1000000000 is ignored" in err
+    # Named explicitly, the same file is trusted; --isolated reads none.
+    code, out, err = run_cli(capsys, "check", dense, "--format", "json", "--config", tmp_path / "pyproject.toml")
+    policy = json.loads(out)["policy"]
+    assert (policy["max_entries"], policy["fail_on"], err) == (1_000_000_000, "never", "")
+    code, out, err = run_cli(capsys, "check", dense, "--format", "json", "--isolated")
+    assert json.loads(out)["policy"] == Policy().model_dump(mode="json")
+
+
+def test_policy_rejects_zero_and_negative_limits():
+    from pydantic import ValidationError
+
+    from codeparse.check import PolicyError, policy_with
+
+    for field in ("max_entries", "max_entry_bytes", "max_total_bytes", "max_ratio", "max_debug_chars",
+                  "timeout_per_input", "max_memory"):
+        for bad in (0, -1):
+            with pytest.raises(ValidationError):
+                Policy(**{field: bad})
+            with pytest.raises(PolicyError):
+                policy_with(Policy(), **{field: bad})
+
+
+# ------------------------------------------------------------------ library boundary
+
+
+def test_public_functions_check_their_argument_types(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "a.code", GOOD_CODE)
+    report = codeparse.check("a.code", Policy())  # one path, never a walk of its characters
+    assert [i.path for i in report.inputs] == ["a.code"]
+    assert [i.path for i in codeparse.check(tmp_path / "a.code", Policy()).inputs] == [str(tmp_path / "a.code")]
+    for call, expected in [
+        (lambda: codeparse.check(42), "check expects a path"),
+        (lambda: codeparse.check([b"a.code"]), "check expects paths as str"),
+        (lambda: codeparse.check("a.code", {"max_entries": 1}), "codeparse.Policy"),
+        (lambda: codeparse.check("a.code", Policy(), jobs="2"), "positive int"),
+        (lambda: codeparse.parse_text(GOOD_CODE), "use parse_bytes"),
+        (lambda: codeparse.parse_bytes(GOOD_CODE.decode(), "x"), "use parse_text"),
+        (lambda: codeparse.parse_file(None), "parse_file expects a path"),
+        (lambda: codeparse.open_archive(3), "open_archive expects a path"),
+        (lambda: codeparse.iter_inputs(7), "iter_inputs expects a path"),
+    ]:
+        with pytest.raises(TypeError, match=expected):
+            call()
+
+
+# ------------------------------------------------------------------------- output
+
+
+def test_output_errors_are_one_line_and_exit_2(tmp_path):
+    code_path = write(tmp_path / "a.code", GOOD_CODE)
+    with open("/dev/full", "w") as full:
+        for argv in (["parse", code_path], ["check", code_path, "--isolated"], ["schema"]):
+            proc = subprocess.run([sys.executable, "-m", "codeparse", *map(str, argv)], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            assert (proc.returncode, proc.stderr) == (2, "codeparse: error: cannot write output: No space left on device\n"), argv
+    proc = subprocess.run(f"{sys.executable} -m codeparse parse {code_path} >&-", shell=True, stderr=subprocess.PIPE,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (proc.returncode, proc.stderr) == (2, "codeparse: error: cannot write output: standard output is closed\n")
+
+
+FORGED = "x\n1 input(s): 0 error(s), 0 warning(s), 0 info; fail on error; exit 0\n\x1b[2J.py"
+
+
+def test_names_and_text_from_inputs_cannot_forge_output(tmp_path, capsys):
+    bad_code = b"def f(x: Tensor) -> Tensor:\n  y = = \x1b[2J\xe2\x80\xae\n  return x\n"
+    debug = pickle.dumps(((0, (("def f(x):\n  return x\n", "evil\x1b[31m\nfile.py", 1), 0, 10)),), protocol=2)
+    path = write(tmp_path / "forged.pt", raw_zip([
+        stored("m/version", b"3"), stored("m/code/__torch__.py", GOOD_CODE),
+        stored(f"m/code/__torch__/{FORGED}", bad_code),
+        stored("m/code/__torch__/b.py", bad_code), stored("m/code/__torch__/b.py.debug_pkl", debug)]))
+    for argv in (["check", path, "--isolated", "--no-color"], ["parse", path, "--no-color"]):
+        code, out, err = run_cli(capsys, *argv)
+        text = out + err
+        assert "\x1b" not in text and "\u202e" not in text
+        summaries = [line for line in text.splitlines() if line.startswith("1 input(s)")]
+        assert summaries == (["1 input(s): 2 error(s), 1 warning(s), 0 info; fail on error; exit 1"]
+                             if argv[0] == "check" else [])  # only the real one
+        assert "\\x1b[2J" in text and "\\n1 input(s)" in text
+    # Caret lines (parse's diagnostics) show the escaped line, and the carets stay under the span.
+    assert "  y = = \\x1b[2J\\u202e\n  ^^^^^^^^^^^^^^^^^^^^^\n" in err
+    # JSON keeps the true strings.
+    code, out, _ = run_cli(capsys, "check", path, "--isolated", "--format", "json")
+    names = {f["path"].split("!", 1)[1] for f in json.loads(out)["inputs"][0]["findings"]}
+    assert f"m/code/__torch__/{FORGED}" in names
+
+
+def test_long_caret_lines_are_cut_around_the_span(capsys, tmp_path):
+    line = "  y = torch.add(" + "x, " * 5000 + "= 1)\n"
+    path = write(tmp_path / "long.code", ("def f(x: Tensor) -> Tensor:\n" + line + "  return x\n").encode())
+    code, _, err = run_cli(capsys, "parse", path, "--format", "jsonl")
+    assert code == 1 and err.count("\n") == 3
+    head, shown, carets = err.splitlines()
+    assert len(shown) <= 170 and shown.endswith("…") and carets.strip() and set(carets.strip()) == {"^"}
+
+
+# ------------------------------------------------------------------------- budget
+
+
+def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False):
+    """Stands in for check_input in forked workers: `slow` sleeps, `greedy` allocates 2 GB."""
+    name = Path(path).name
+    if name.startswith("slow"):
+        Path(path).with_suffix(".pid").write_text(str(os.getpid()))
+        time.sleep(120)
+    if name.startswith("greedy"):
+        hog = bytearray(2 << 30)
+        return hog
+    return _real_check_input(path, policy, problem, data, scan_only)
+
+
+from codeparse.check import check_input as _real_check_input  # noqa: E402
+
+
+def test_an_input_over_its_time_or_memory_budget_gets_cp340_and_the_run_goes_on(tmp_path, monkeypatch):
+    checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
+    monkeypatch.setattr(checker, "check_input", _slow_or_greedy)
+    for name in ("a.code", "slow.code", "greedy.code", "b.code"):
+        write(tmp_path / name, GOOD_CODE)
+    paths = [str(tmp_path / n) for n in ("a.code", "slow.code", "greedy.code", "b.code")]
+    start = time.monotonic()
+    report = codeparse.check(paths, Policy(timeout_per_input=2, max_memory=256), jobs=2)
+    assert time.monotonic() - start < 60
+    by_name = {Path(i.path).name: i for i in report.inputs}
+    assert [i.path for i in report.inputs] == paths
+    assert [f.code for f in by_name["a.code"].findings] == ["CP201"] == [f.code for f in by_name["b.code"].findings]
+    slow, greedy = by_name["slow.code"], by_name["greedy.code"]
+    assert (slow.readable, [f.code for f in slow.findings]) == (False, ["CP340"])
+    assert slow.findings[0].args["reason"] == "more than 2 s (--timeout-per-input)"
+    assert (greedy.readable, [f.code for f in greedy.findings]) == (False, ["CP340"])
+    assert "256 MB of memory (--max-memory)" in greedy.findings[0].args["reason"]
+    assert report.exit_code == 2
+    # The worker of the slow input was killed, not left behind.
+    pid = int((tmp_path / "slow.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_jobs_are_capped_at_the_cpu_count(tmp_path, capsys, monkeypatch):
+    from codeparse.budget import cpu_count
+
+    seen = tmp_path / "pids"
+    seen.mkdir()
+
+    def record(path, policy, problem=None, data=None, scan_only=False):
+        (seen / str(os.getpid())).touch()
+        time.sleep(0.2)
+        return _real_check_input(path, policy, problem, data, scan_only)
+
+    checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
+    monkeypatch.setattr(checker, "check_input", record)
+    paths = [write(tmp_path / f"c{i}.code", GOOD_CODE) for i in range(cpu_count() + 4)]
+    code, _, err = run_cli(capsys, "check", *paths, "-j", "200", "--isolated")
+    assert code == 0
+    assert f"codeparse: warning: --jobs 200 is more than the {cpu_count()} CPU(s) available; using {cpu_count()}\n" in err
+    assert 1 <= len(list(seen.iterdir())) <= cpu_count()
+
+
+_RUN_SLOW = """
+import os, sys, time
+from pathlib import Path
+import codeparse
+checker = sys.modules["codeparse.check"]
+def slow(path, *args, **kwargs):
+    Path(path).with_suffix(".pid").write_text(str(os.getpid()))
+    time.sleep(120)
+checker.check_input = slow
+from codeparse.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("how", [15, 9])  # SIGTERM, SIGKILL
+def test_workers_die_with_the_parent_and_no_output_file_is_half_written(tmp_path, how):
+    paths = [write(tmp_path / f"slow{i}.code", GOOD_CODE) for i in range(2)]
+    result = tmp_path / "report.json"
+    proc = subprocess.Popen([sys.executable, "-c", _RUN_SLOW, "check", *map(str, paths), "-j", "2", "--isolated",
+                             "--format", "json", "--output-file", str(result)], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid_files = [p.with_suffix(".pid") for p in paths]
+    deadline = time.monotonic() + 60
+    while not all(p.exists() and p.read_text() for p in pid_files):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    workers = [int(p.read_text()) for p in pid_files]
+    os.kill(proc.pid, how)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == (143 if how == 15 else -9), err
+    deadline = time.monotonic() + 10
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if _alive(pid)]
+        time.sleep(0.05)
+    assert alive == []
+    assert not result.exists() and not list(tmp_path.glob(".codeparse-*"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (its parent, init here, has not reaped it yet) is not running
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_output_file_is_written_whole(tmp_path, capsys):
+    path = write(tmp_path / "a.code", GOOD_CODE)
+    result = tmp_path / "out.sarif"
+    code, out, _ = run_cli(capsys, "check", path, "--isolated", "--format", "sarif", "--output-file", result)
+    assert (code, out) == (0, "")
+    assert json.loads(result.read_text())["version"] == "2.1.0"
+
+
+# ----------------------------------------------------------------- inference rows
+
+
+def ifelse_blocks(k: int) -> str:
+    lines = ["def f(x: Tensor, c: bool) -> Tensor:", "  a = 1"]
+    for i in range(k):
+        lines += ["  if c:", f"    a0 = torch.add(a, {i})", "  else:", f"    a0 = torch.mul(a, {i})", "  a = a0"]
+    return "\n".join(lines + ["  if bool(a):", "    pass", "  else:", "    pass", "  return x", ""])
+
+
+def temporaries(n: int, doubling: bool) -> str:
+    lines = ["def f(x: Tensor) -> Tensor:", "  _0 = torch.add(x, x)"]
+    for k in range(1, n):
+        lines.append(f"  _{k} = torch.add(_{k - 1}, _{k - 1})" if doubling else f"  _{k} = torch.add(_{k - 1}, 1)")
+    return "\n".join(lines + [f"  if bool(_{n - 1}):", "    pass", "  else:", "    pass", "  return x", ""])
+
+
+def attribute_chain(n: int) -> str:
+    lines = ["def f(self, x: Tensor) -> Tensor:", "  a_0 = self.b"]
+    lines += [f"  a_{k} = a_{k - 1}.b" for k in range(1, n)]
+    return "\n".join(lines + [f"  if bool(a_{n - 1}):", "    pass", "  else:", "    pass", "  return x", ""])
+
+
+def last_if(text: str):
+    return codeparse.parse_text(text).functions[0].ifs[-1]
+
+
+def test_five_if_else_blocks_reassigning_one_local():
+    text = ifelse_blocks(5)
+    assert len(text.encode()) < 600
+    if_, seconds = cpu(lambda: last_if(text))
+    assert if_.condition.kind == "argument" and [s.ref for s in if_.condition.sources] == ["c"]
+    assert seconds < CPU_BOUND
+    assert cpu(lambda: last_if(ifelse_blocks(40)))[1] < CPU_BOUND  # each block multiplied the time by 8
+
+
+def test_twenty_two_doubling_temporaries():
+    text = temporaries(22, doubling=True)
+    assert len(text.encode()) < 800
+    if_, seconds = cpu(lambda: last_if(text))
+    assert (if_.condition.kind, [s.ref for s in if_.condition.sources]) == ("tensor_value", ["x"])
+    assert seconds < CPU_BOUND and len(if_.condition.resolved) <= 2000
+
+
+def test_ninety_nine_and_two_thousand_chained_temporaries(tmp_path, capsys):
+    for n in (99, 2000):
+        path = write(tmp_path / f"chain{n}.code", temporaries(n, doubling=False).encode())
+        code, out, err = run_cli(capsys, "parse", path, "--format", "jsonl")
+        assert code == 0 and "internal error" not in err
+        [if_] = json.loads(out)["functions"][0]["ifs"]
+        assert (if_["condition"]["kind"], [s["ref"] for s in if_["condition"]["sources"]]) == ("tensor_value", ["x"])
+        report = check_input(str(path), Policy())
+        assert report.readable and [f.code for f in report.findings] == ["CP201"]
+
+
+def test_resolved_condition_is_cut_with_a_marker_and_keeps_its_sources():
+    lines = ["def f(" + ", ".join(f"x{i}: Tensor" for i in range(40)) + ") -> Tensor:"]
+    for i in range(40):
+        lines.append(f"  _{i} = torch.add(torch.mul(torch.sub(x{i}, 1), 2), torch.div(x{i}, 3))")
+    lines += ["  if bool(torch.sum(torch.cat([" + ", ".join(f"_{i}" for i in range(40)) + "]))):",
+              "    pass", "  else:", "    pass", "  return x0", ""]
+    cond = last_if("\n".join(lines)).condition
+    assert len(cond.resolved) == 2000 and cond.resolved.endswith("…")
+    assert sorted(s.ref for s in cond.sources) == sorted(f"x{i}" for i in range(40))
+
+
+def test_a_i_chain_of_32000_attribute_reads(tmp_path):
+    path = write(tmp_path / "chain.code", attribute_chain(32_000).encode())
+    assert path.stat().st_size > 600_000
+    code, out, _err, rss = run_measured("parse", path, "--format", "jsonl")
+    assert code == 0 and rss < MEMORY_BOUND  # 3 GB when each a_i kept its whole path
+    [if_] = json.loads(out)["functions"][0]["ifs"]
+    assert if_["condition"]["kind"] == "attribute"
+
+
+# ----------------------------------------------------------- statement-layer rows
+
+
+def test_parentheses_2000_deep_on_one_line():
+    for text in ("def f(x: Tensor) -> Tensor:\n  y = " + "(" * 2000 + "x" + ")" * 2000 + "\n  return y\n",
+                 "def f(x: Tensor) -> Tensor:\n  if bool(" + "(" * 2000 + "x" + ")" * 2000 + "):\n    pass\n"
+                 "  else:\n    pass\n  return x\n"):
+        cf, seconds = cpu(lambda: codeparse.parse_text(text))
+        assert [d.code for d in cf.diagnostics] == ["CP106"] and cf.diagnostics[0].span.line == 2
+        assert seconds < CPU_BOUND
+
+
+def test_32000_lines_of_one_statement():
+    text = "def f(x: Tensor) -> Tensor:\n" + "  _0 = torch.add(x, 1)\n" * 32_000 + "  return x\n"
+    assert len(text) > 700_000
+    cf, seconds = cpu(lambda: codeparse.parse_text(text))
+    assert cf.diagnostics == [] and cf.functions[0].span.end_line == 32_002
+    assert seconds < CPU_BOUND
+
+
+# ----------------------------------------------------------------- every new code
+
+
+def test_every_issue15_code_is_produced_by_a_test_here():
+    """CP340-CP344 each come from a test of this file (named here), and nothing else is in the range."""
+    from codeparse.codes import CODES
+
+    produced_by = {
+        "CP340": test_an_input_over_its_time_or_memory_budget_gets_cp340_and_the_run_goes_on,
+        "CP341": test_overlapping_entries_are_not_read,
+        "CP342": test_symlink_out_of_the_walked_tree_is_reported_not_read,
+        "CP343": test_memo_index_0x0fffffff_in_debug_pkl,
+        "CP344": test_code_file_over_max_entry_bytes,
+    }
+    assert {c for c in CODES if "CP340" <= c <= "CP349"} == set(produced_by)
+
+
+# ------------------------------------------------------------------ fuzzing
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from(["m/version", "m/code/__torch__.py", "m/code/__torch__/a.py", "m/code/__torch__.py.debug_pkl",
+                          "m/data.pkl", "m/bytecode.pkl", "m/model.json", "m/code/../x.py", "/abs/code/y.py",
+                          "m/code/__torch__/\x1b[2J\n.py", "m/code/a!b.py", "m/constants.pkl"])
+_PICKLE_OPS = st.lists(st.sampled_from([b"\x80\x02", b"K\x01", b"J\xff\xff\xff\x7f", b"r\xff\xff\xff\x0f", b"q\x00",
+                                        b"h\x00", b"j\x00\x00\x00\x00", b"(", b"t", b"l", b"e", b"\x85", b"\x86", b"2",
+                                        b"X\x01\x00\x00\x00a", b"ctorch.jit._pickle\nbuild_intlist\n", b"R",
+                                        b"cos\nsystem\n", b"\x8b\x00\x01\x00\x00" + b"\x01" * 256, b"N", b"]", b"}"]),
+                       max_size=40).map(lambda ops: b"".join(ops) + b".")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.tuples(_NAMES, st.one_of(st.binary(max_size=64), _PICKLE_OPS,
+                                                     st.just(GOOD_CODE), st.just(b"3")),
+                                  st.booleans(), st.integers(0, 3)), min_size=1, max_size=8),
+       lie=st.one_of(st.none(), st.integers(0, 0xFFFF)))
+def test_archive_structure_never_raises(tmp_path, entries, lie):
+    """Random entry names, counts, sizes and pickle opcodes: findings or an unreadable report,
+    never an exception, within the bounds."""
+    rows = []
+    for name, data, deflate, stretch in entries:
+        row = deflated(name, data) if deflate else stored(name, data)
+        if stretch:  # a declared size that lies
+            row = (*row[:4], row[4] * (stretch + 1) + stretch)
+        rows.append(row)
+    data = raw_zip(rows)
+    if lie is not None:
+        data = with_end_record_count(data, lie)
+    path = write(tmp_path / "fuzz.pt", data)
+    report, seconds = cpu(lambda: check_input(str(path), Policy(max_entries=20)))
+    assert report.path == str(path) and seconds < CPU_BOUND
+    if not report.readable:
+        assert report.findings and report.findings[0].span is None
+    json.loads(report.model_dump_json())
