@@ -744,6 +744,8 @@ def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Ar
     and ``TypeError`` for a ``path`` that is not a ``str``/``os.PathLike`` or a ``policy``
     that is not a :class:`~codeparse.models.Policy`.
     """
+    from .models import Policy
+
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"open_archive expects a path (str or os.PathLike), not {type(path).__name__}")
     if policy is not None and not isinstance(policy, Policy):

@@ -171,12 +171,17 @@ def render_diagnostic(diag: "Diagnostic", text: Optional[str] = None, path: Opti
         after = "…" if right < len(source_line) else ""
         source_line = source_line[left:right]
         col, end = col - left, max(min(end, right) - left, col - left + 1)
-    shown_before = before + for_text(source_line[:col])
-    underlined = for_text(source_line[col:end])
+    shown_before = before + _escaped(source_line[:col])
+    underlined = _escaped(source_line[col:end])
     width = sum(_display_width(ch) for ch in underlined) if underlined else 1
     carets = "^" * max(width, 1)
-    shown = shown_before + underlined + for_text(source_line[end:]) + after
+    shown = shown_before + underlined + _escaped(source_line[end:]) + after
     return f"{head}\n  {shown}\n  {_pad(shown_before)}{carets}"
+
+
+def _escaped(text: str) -> str:
+    """:func:`for_text` that keeps tabs, so that the caret line (which copies them) aligns."""
+    return "\t".join(for_text(part) for part in text.split("\t"))
 
 
 def render_diagnostics(
