@@ -94,21 +94,31 @@ def test_jobs_share_a_cache_folder_safely(tmp_path):
     assert codeparse.check(paths, Policy(), jobs=2, cache_dir=folder).model_dump_json() == plain
 
 
-def test_debug_info_is_read_only_for_origins_asked_for(monkeypatch):
-    calls = []
+def test_debug_info_is_read_only_for_origins_asked_for(monkeypatch, tmp_path):
+    # check reads each input in a worker process (issue 15's budget): calls are counted in a file.
+    log = tmp_path / "calls"
     real = debuginfo.read_debug_pkl
-    monkeypatch.setattr(debuginfo, "read_debug_pkl", lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    def counted(*a, **k):
+        with open(log, "a") as handle:
+            handle.write("1")
+        return real(*a, **k)
+
+    def calls() -> int:
+        return len(log.read_text()) if log.exists() else 0
+
+    monkeypatch.setattr(debuginfo, "read_debug_pkl", counted)
     # Archive-level codes only: no finding asks for an origin.
     report = codeparse.check([str(CUSTOM)], Policy(select=["CP3"]))
-    assert report.inputs[0].readable and calls == []
+    assert report.inputs[0].readable and calls() == 0
     # One code file has branch findings: only its debug info is read.
     report = codeparse.check([str(CUSTOM)], Policy(select=["CP201"]))
     [finding] = report.inputs[0].findings
-    assert finding.origin is not None and finding.origin.line == 65 and len(calls) == 1
+    assert finding.origin is not None and finding.origin.line == 65 and calls() == 1
     # open_archive (and the HTML report) read all of it, for the source map.
-    calls.clear()
+    log.unlink()
     archive = codeparse.open_archive(CUSTOM)
-    assert len(calls) == len(archive.source_map) == 11
+    assert calls() == len(archive.source_map) == 11
 
 
 def test_cache_dir_from_the_command_line_and_pyproject(tmp_path, monkeypatch, capsys):
