@@ -440,7 +440,7 @@ def test_long_caret_lines_are_cut_around_the_span(capsys, tmp_path):
 # ------------------------------------------------------------------------- budget
 
 
-def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False):
+def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False, *args, **kwargs):
     """Stands in for check_input in forked workers: `slow` sleeps, `greedy` allocates 2 GB."""
     name = Path(path).name
     if name.startswith("slow"):
@@ -449,7 +449,7 @@ def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False):
     if name.startswith("greedy"):
         hog = bytearray(2 << 30)
         return hog
-    return _real_check_input(path, policy, problem, data, scan_only)
+    return _real_check_input(path, policy, problem, data, scan_only, *args, **kwargs)
 
 
 from codeparse.check import check_input as _real_check_input  # noqa: E402
@@ -485,10 +485,10 @@ def test_jobs_are_capped_at_the_cpu_count(tmp_path, capsys, monkeypatch):
     seen = tmp_path / "pids"
     seen.mkdir()
 
-    def record(path, policy, problem=None, data=None, scan_only=False):
+    def record(path, policy, problem=None, data=None, scan_only=False, *args, **kwargs):
         (seen / str(os.getpid())).touch()
         time.sleep(0.2)
-        return _real_check_input(path, policy, problem, data, scan_only)
+        return _real_check_input(path, policy, problem, data, scan_only, *args, **kwargs)
 
     checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
     monkeypatch.setattr(checker, "check_input", record)
