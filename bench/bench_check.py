@@ -44,6 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_corpus  # noqa: E402 - bench/ is on sys.path
+from _timing import cpu_best  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_WALK = (
@@ -67,15 +68,6 @@ PEAK = (
 
 def walk(module) -> int:
     return sum(len(s._c._get_method(n).code) for _, s in module.named_modules() for n in s._c._method_names())
-
-
-def cpu_best(rounds: int, fn) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 # Runs a command and prints its CPU time and peak resident size.  A small process forks it:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _timing import cpu_best  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,15 +37,6 @@ def traced_forward(steps: int) -> str:
         prev, n = f"_{n + 2}", n + 3
     lines.append(f"  return ({prev}, {prev})")
     return "\n".join(lines) + "\n"
-
-
-def cpu(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def measure(base_steps: int = 1000, factor: int = 8, rounds: int = 3) -> list[tuple[str, float, float, float]]:
@@ -72,7 +64,7 @@ def measure(base_steps: int = 1000, factor: int = 8, rounds: int = 3) -> list[tu
         }
         for name, run in stages.items():
             run(0)  # warm: grammar compiled, tables loaded
-            per_byte = [cpu(lambda i=i: run(i), rounds) / sizes[i] * 1e6 for i in (0, 1)]
+            per_byte = [cpu_best(rounds, lambda i=i: run(i)) / sizes[i] * 1e6 for i in (0, 1)]
             rows.append((name, per_byte[0], per_byte[1], per_byte[1] / per_byte[0]))
     return rows
 

@@ -33,7 +33,7 @@ import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
 
-from _timing import median_run  # bench/ is on sys.path when run as a script
+from _timing import cpu_best, median_run  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "fixtures" / "text" / "custom_model" / "script.code"
@@ -44,15 +44,6 @@ def corpus() -> list[Path]:
     files = sorted((ROOT / "fixtures" / "text").glob("*/*.code"))
     files += sorted((ROOT / "fixtures" / "archive_code").rglob("*.py"))
     return files
-
-
-def cpu_best(rounds: int, fn) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def read_dict(cf: dict) -> int:

@@ -357,10 +357,19 @@ def register(group: click.Group) -> None:
         from .capturing import capture, load_factory
 
         if export:
-            return _capture_export(target, fmt, output_file)
+            from .exportcheck import check_export, render_export_check
+
+            run = lambda: check_export(load_factory(target))  # noqa: E731
+            render = render_export_check
+            status = lambda report: EXIT_OK if report.agrees else EXIT_FINDINGS  # noqa: E731
+        else:
+            run = lambda: capture(load_factory(target), save_dir=save_dir, check_trace=check_trace)  # noqa: E731
+            render = lambda report, out: render_capture_table(  # noqa: E731
+                report, out, color if output_file is None else False)
+            status = lambda report: EXIT_FINDINGS if report.diagnostics else EXIT_OK  # noqa: E731
+        # One error rule for both modes: a coded input error, or one line naming the exception.
         try:
-            spec = load_factory(target)
-            report = capture(spec, save_dir=save_dir, check_trace=check_trace)
+            report = run()
         except InputError as exc:
             return _fail(f"{exc.path}: {exc.code} {exc.message}")
         except Exception as exc:  # noqa: BLE001
@@ -369,26 +378,8 @@ def register(group: click.Group) -> None:
             if fmt == "json":
                 out.write(_dump(report) + "\n")
             else:
-                render_capture_table(report, out, color if output_file is None else False)
-        return EXIT_FINDINGS if report.diagnostics else EXIT_OK
-
-    def _capture_export(target: str, fmt: str, output_file: Optional[str] = None) -> int:
-        from .api import InputError
-        from .capturing import load_factory
-        from .exportcheck import check_export, render_export_check
-
-        try:
-            report = check_export(load_factory(target))
-        except InputError as exc:
-            return _fail(f"{exc.path}: {exc.code} {exc.message}")
-        except Exception as exc:  # noqa: BLE001
-            return _fail(f"codeparse capture: {type(exc).__name__}: {exc}".splitlines()[0])
-        with opened(output_file) as out:
-            if fmt == "json":
-                out.write(_dump(report) + "\n")
-            else:
-                render_export_check(report, out)
-        return EXIT_OK if report.agrees else EXIT_FINDINGS
+                render(report, out)
+        return status(report)
 
     @group.command("ops")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
