@@ -831,8 +831,10 @@ class Inference:
                     todo.extend(n.id for n in walk(tree) if isinstance(n, Name))
         return trees
 
-    def _ref_type(self, node: Expr) -> tuple[Optional[str], Optional[str]]:
+    def _ref_type(self, node: Expr, depth: int = 0) -> tuple[Optional[str], Optional[str]]:
         """The source a simple operand stands for (param name or self path) and its type."""
+        if depth > _MAX_RESOLVE_DEPTH:  # `y = y` in broken text
+            return None, None
         if isinstance(node, Name):
             if node.id in self.facts.params and node.id != self.facts.self_name:
                 return node.id, self.facts.params[node.id]
@@ -843,7 +845,7 @@ class Inference:
             if d is not None:
                 value = self.value_of(d)
                 if isinstance(value, (Name, Attr)):
-                    return self._ref_type(value)
+                    return self._ref_type(value, depth + 1)
             return None, None
         path = self.expr_path(node)
         if path and path != self.facts.self_name:
