@@ -120,9 +120,10 @@ def test_deep_expression_is_read_or_reported_without_crash():
 
 def _measure(text: str) -> tuple[float, int]:
     tracemalloc.start()
-    start = time.perf_counter()
+    # CPU time: on a shared machine, wall time also counts waiting for a core.
+    start = time.process_time()
     parse_text(text)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return elapsed, peak
@@ -141,8 +142,11 @@ def test_time_and_memory_are_linear_in_input(unit):
     """Doubling the input at most about doubles time and peak memory."""
     base = unit * 8
     _measure(base)  # warm caches
-    t1, m1 = min(_measure(base) for _ in range(3))
-    t2, m2 = min(_measure(base * 2) for _ in range(3))
+    for rounds in (3, 7):  # once more, with more rounds, before calling it superlinear
+        t1, m1 = min(_measure(base) for _ in range(rounds))
+        t2, m2 = min(_measure(base * 2) for _ in range(rounds))
+        if t2 < 3.0 * t1 + 0.005:
+            break
     assert t2 < 3.0 * t1 + 0.005, (t1, t2)
     assert m2 < 3.0 * m1 + 100_000, (m1, m2)
 
