@@ -28,6 +28,7 @@ this one.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 from .expressions import Attr, CallExpr, Const, Expr, Index, Name, Seq
@@ -52,16 +53,11 @@ class ExportTable:
         self.conversions = frozenset(table["scalar_conversions"])
 
 
-_TABLE: Optional[ExportTable] = None
-
-
+@functools.cache
 def export_table() -> ExportTable:
-    global _TABLE
-    if _TABLE is None:
-        from .grammar import load_semantics
+    from .grammar import load_semantics
 
-        _TABLE = ExportTable(load_semantics())
-    return _TABLE
+    return ExportTable(load_semantics())
 
 
 def returns_data_dependent(callee: Any) -> Optional[frozenset]:
