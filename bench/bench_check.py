@@ -195,7 +195,7 @@ def main() -> int:
         "time. Cold: a new `check` call per round (its in-process cache starts empty), no `--cache-dir`. "
         "Warm: `--cache-dir` filled by one earlier run.",
         "",
-        "| input | measure | codeparse check | torch.jit.load + walk | **torch / codeparse** | target (issue 13) |",
+        "| input | measure | codeparse check | torch.jit.load + walk | **torch / codeparse** | target |",
         "|---|---|---|---|---|---|",
     ]
     big_label = f"`nn.Transformer(d_model=512)` scripted, {size / 1e6:.0f} MB, 1 archive"

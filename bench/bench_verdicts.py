@@ -127,7 +127,7 @@ def main() -> int:
     lines = [
         f"`python bench/bench_verdicts.py` on {when}; CPython {platform.python_version()}, "
         f"{os.cpu_count()} cores, {platform.machine()}, a machine shared with other jobs; before = `{rev}` "
-        f"(parent of issue 8), after = this checkout; CPU time, best of {args.rounds} rounds in each of "
+        f"(the parent of the condition-rules commit), after = this checkout; CPU time, best of {args.rounds} rounds in each of "
         f"{args.repeat} alternating processes per side.",
         "",
         "",
