@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Union
 
-from .expressions import CallExpr, Const, ExpressionReader, Name, Seq
+from .expressions import CallExpr, Const, ExpressionReader, Index, Name, Seq
 from .grammar import load_grammar
 from .models import Call, Function, IfStatement, Loop
 from .parser import Stmt
@@ -65,6 +65,8 @@ TRACE_EQUIVALENTS: dict[str, frozenset] = {
         "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
         "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
     }),
+    # `torch.split(w, [E, 2 * E])` (sizes, not one size) runs `aten::split_with_sizes`
+    "aten::split_with_sizes": frozenset({"aten::split"}),
 }
 # Script operators that a trace records as a device move (`torch.to(x, dtype=6, layout=0,
 # device=torch.device("cpu"))` on torch 2.13) or as a dtype conversion (`torch.to(x, 7, ...)`).
@@ -308,20 +310,42 @@ def _callee_text(node: CallExpr, text: str) -> str:
     return text[node.func.start:node.func.end]
 
 
+_SCALAR_TYPES = frozenset({"int", "float", "bool", "str"})
+_SCALAR_LIST_TYPES = frozenset(f"List[{t}]" for t in _SCALAR_TYPES)
+
+
+@dataclass(frozen=True)
+class _ItemOf:
+    """The definition of a ``for`` target: an item of ``iterable``."""
+
+    iterable: object
+
+
 class _Scalars:
     """Which local names hold Python scalars (int, float, bool, str), by an optimistic fixpoint.
 
     A name is scalar when every definition is: a literal, a scalar name, a ``range``
-    loop target, a scalar-typed parameter, an operator of :data:`SCALAR_RESULTS`, or an
-    operator (not a tensor factory) whose positional operands are all scalar.  An
-    operator call on scalar names only is then *weak*: a trace never records it.
+    loop target, a scalar-typed parameter, an operator of :data:`SCALAR_RESULTS`, an
+    operator (not a tensor factory) whose positional operands are all scalar, or an item of
+    a *scalar list*.  A name is a scalar list when every definition is a list display of
+    scalars, another scalar list, or ``annotate(List[int], ...)`` (of ``int``, ``float``,
+    ``bool``, ``str``): TorchScript lists are typed, so what is appended later is scalar too.
+    ``uninitialized(int)`` (of the same types) is scalar.
+    The target of a ``for`` over a scalar list is scalar.  An operator call on scalar names
+    only is then *weak*: a trace never records it.
     """
 
-    def __init__(self, stmts: list[Stmt], fn: Function, text: str, reader: ExpressionReader, names):
+    def __init__(self, stmts: list[Stmt], fn: Function, text: str, reader: ExpressionReader, names, grammar):
         from .api import _sem
 
         self.text, self.reader, self.sem = text, reader, _sem()
         defs: dict[str, list] = {}
+        items = grammar.expression["items"].match
+
+        def _top_level_items(span: tuple[int, int]) -> list[tuple[int, int]]:
+            m = items(text, *span)
+            return m.spans("item") if m is not None and m.end() == span[1] else []
+
         for p in fn.signature.params:
             a = p.annotation
             scalar = a is not None and "Tensor" not in a and "__torch__" not in a and a != "Any"
@@ -338,13 +362,17 @@ class _Scalars:
                     elif isinstance(value, Seq) and value.kind == "tuple" and len(value.items) == len(targets):
                         for t, v in zip(targets, value.items):
                             defs.setdefault(t, []).append(v)
+                    elif len(split := _top_level_items(s.span_of("value"))) == len(targets):  # `a, b = x, y`
+                        for t, (a, b) in zip(targets, split):
+                            defs.setdefault(t, []).append(reader.read(a, b))
                     else:
                         for t in targets:
                             defs.setdefault(t, []).append(None)
                 elif k == "for":
                     it = s.group("iter") or ""
+                    item = "scalar" if it.startswith("range(") else _ItemOf(reader.read(*s.span_of("iter")))
                     for t in names.findall(s.group("target") or ""):
-                        defs.setdefault(t, []).append("scalar" if it.startswith("range(") else None)
+                        defs.setdefault(t, []).append(item)
                 elif k == "with":
                     for t in names.findall(s.group("target") or "") if "target" in s.match.groupdict() else []:
                         defs.setdefault(t, []).append(None)
@@ -353,14 +381,37 @@ class _Scalars:
                     walk(s.orelse)
 
         walk(stmts)
-        self.names = set(defs)
+        self.names = set(defs)  # optimistic: every name scalar, and every name a scalar list
+        self.lists = set(defs)
         changed = True
         while changed:
             changed = False
             for name in list(self.names):
-                if not all(d == "scalar" or (d is not None and d != "scalar" and self.expr(d)) for d in defs[name]):
+                if not all(self._scalar_def(d) for d in defs[name]):
                     self.names.discard(name)
                     changed = True
+            for name in list(self.lists):
+                if not all(d is not None and not isinstance(d, (str, _ItemOf)) and self.list_expr(d)
+                           for d in defs[name]):
+                    self.lists.discard(name)
+                    changed = True
+
+    def _scalar_def(self, d) -> bool:
+        if d == "scalar":
+            return True
+        if isinstance(d, _ItemOf):
+            return self.list_expr(d.iterable)
+        return d is not None and self.expr(d)
+
+    def list_expr(self, node) -> bool:
+        """A list of Python scalars."""
+        if isinstance(node, Seq):
+            return node.kind == "list" and all(self.expr(a) for a in node.items)
+        if isinstance(node, Name):
+            return node.id in self.lists
+        if isinstance(node, CallExpr) and _callee_text(node, self.text) == "annotate" and node.args:
+            return self.text[node.args[0].start:node.args[0].end].replace(" ", "") in _SCALAR_LIST_TYPES
+        return False
 
     def operator(self, node: CallExpr) -> Optional[str]:
         return self.sem.operator(_callee_text(node, self.text))
@@ -370,10 +421,13 @@ class _Scalars:
             return True
         if isinstance(node, Name):
             return node.id in _LITERAL_NAMES or node.id in self.names
+        if isinstance(node, Index):  # an item of a scalar list
+            return len(node.items) == 1 and self.list_expr(node.value) and self.expr(node.items[0])
         if isinstance(node, CallExpr):
             op = self.operator(node)
-            if op is None:
-                return False
+            if op is None:  # `uninitialized(int)`: a placeholder the compiler adds, of a scalar type
+                return (_callee_text(node, self.text) == "uninitialized" and len(node.args) == 1
+                        and self.text[node.args[0].start:node.args[0].end] in _SCALAR_TYPES)
             if op in SCALAR_RESULTS:
                 return True
             return self.weak_call(node, op)
@@ -439,7 +493,7 @@ class FunctionTree:
             self._weak_names = _condition_only(stmt.body, unit.text, names)
             if not trace:
                 self._dead, self._maybe_dead = _liveness(stmt.body, unit.text, names)
-            self._scalars = _Scalars(stmt.body, fn, unit.text, self.reader, names)
+            self._scalars = _Scalars(stmt.body, fn, unit.text, self.reader, names, self.grammar)
             self.items = self._block(stmt.body)
         else:  # the def was not found again: a flat list of its calls
             self.items = self._simple(list(fn.calls), False)

@@ -167,6 +167,7 @@ class Semantics:
         self.runtime = frozenset(cond["runtime"])
         self.runtime_prefixes = tuple(cond["runtime_prefixes"])
         self.runtime_functions = frozenset(cond["runtime_functions"])
+        self.runtime_copies = frozenset(cond["runtime_function_copies"])
         self.mutators = frozenset(cond["list_mutators"])
 
     def operator(self, callee: str) -> Optional[str]:
@@ -1025,6 +1026,10 @@ class Inference:
                 # Rule 1: by its full name, wherever it is reached (an alias included).
                 return frozenset({(target, None, "runtime", "bool")}), frozenset()
             callee = self._callee_of(node)
+            if target and not node.args and target.rpartition(".")[2] in sem.runtime_copies and (
+                    callee is None or not callee.summary()):
+                # a copy of a tracing predicate (torchvision's `_is_tracing` in user code)
+                return frozenset({(target, None, "runtime", "bool")}), frozenset()
             if callee is not None:
                 return self._follow(callee, node, None, scopes)
             return _union([self._visit(a, scopes) for a in operands])

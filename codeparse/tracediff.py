@@ -478,7 +478,9 @@ def _static_branch(node: IfNode, tree: FunctionTree) -> Optional[tuple[str, str]
     the stub of an ``@torch.jit.unused`` method is no raise)."""
     stmt = node.stmt
     predicate = tracing_value(stmt.condition.resolved or stmt.condition.text, tree.grammar)
-    if predicate is not None:
+    # by name, and only where the condition reads runtime state: a user's own helper named
+    # `_is_tracing` with real logic in its body is user code (codeparse/inference.py)
+    if predicate is not None and stmt.condition.kind == "runtime":
         return ("then" if predicate else "else"), "tracing_predicate"
     text = tree.unit.text
 

@@ -119,6 +119,9 @@ RUNTIME_PREFIXES = tuple(_TABLE["runtime_prefixes"])
 #: Compiled helpers that read runtime state, by fully qualified name (after ``__torch__.``):
 #: matched by full name, so a user's own ``is_compiling`` is user code, followed like any other.
 RUNTIME_FUNCTIONS = frozenset(_TABLE["runtime_functions"])
+#: Copies of the tracing predicates in user code, by last name: runtime when the compiled body
+#: returns constants only, or is not available.
+RUNTIME_FUNCTION_COPIES = frozenset(_TABLE["runtime_function_copies"])
 #: Operators that mutate their first operand (a list or dict): definitions of it.
 MUTATORS = frozenset(_TABLE["list_mutators"])
 
@@ -266,6 +269,17 @@ class _Analyzer:
             return False
         return name in RUNTIME_OPS or name.startswith(RUNTIME_PREFIXES)
 
+    def _is_runtime_copy(self, node: torch._C.Node) -> bool:
+        """A call of a tracing predicate copied into user code, with no arguments, whose body
+        returns constants only (or is not available)."""
+        if node.kind() != "prim::CallFunction" or len(list(node.inputs())) != 1:
+            return False
+        fn = _function_name(node)
+        if not fn or fn.rpartition(".")[2] not in RUNTIME_FUNCTION_COPIES:
+            return False
+        callee = self._callee(node)
+        return callee is None or all(out.node().kind() == "prim::Constant" for out in callee[1].outputs())
+
     def _callee(self, node: torch._C.Node) -> Optional[tuple["_Analyzer", torch._C.Graph]]:
         """The analyzer of the graph a call runs, when its body is available (rule 3)."""
         if self.lookup is None:
@@ -399,7 +413,7 @@ class _Analyzer:
                 push(loop_ins[pos + 2], mode, f)
                 push(block_outs[pos + 1], mode, f)
                 continue
-            if an._is_runtime_op(node):
+            if an._is_runtime_op(node) or an._is_runtime_copy(node):
                 anon.add("runtime")
                 continue
             if kind == "prim::GetAttr":

@@ -27,14 +27,20 @@ from codeparse.models import DiffReport
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "diff_expected.json").read_text(encoding="utf-8"))["cases"]
 KNOWN = sorted(c for c in EXPECTED if c.startswith("known_"))
-# Cases whose recorded truth the suite checks: every known_* and diff_* case, and the other
-# fixtures where the rules matter most (asserts, library code inlined per instance, optional
-# arguments, the tutorial models); `fixtures/record_truth.py` records all of them.
-WIDE = ("assert_raise", "custom_model", "optional_refinement", "nn_upsample", "nn_embedding_bag",
-        "nn_instancenorm2d", "nn_batchnorm2d", "nn_dropout", "tutorial_cell", "tutorial_decision_gate",
-        "tutorial_rnn_loop", "tutorial_wrap_rnn", "cond_optional_arg", "cond_tensor_value")
-TRUTH_CASES = sorted(c for c in EXPECTED if "recorded" in EXPECTED[c]
-                     and (c.startswith(("known_", "diff_")) or c in WIDE))
+# Every case whose truth `fixtures/record_truth.py` recorded: the suite checks them all.
+TRUTH_CASES = sorted(c for c in EXPECTED if "recorded" in EXPECTED[c])
+
+
+def _record_truth():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_truth", FIXTURES / "record_truth.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RECORDER = _record_truth()  # its `norm` and `watched`: the test reads the record as it was written
 
 
 def text_pair(case: str) -> tuple[str, str]:
@@ -70,7 +76,7 @@ def only_top(mapping: dict) -> dict:
 def test_every_known_case_has_generated_fixtures():
     manifest = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"]
     assert set(EXPECTED) <= set(manifest)
-    assert len(KNOWN) == 14 and len(TRUTH_CASES) >= 44
+    assert len(KNOWN) == 14 and TRUTH_CASES == sorted(EXPECTED) and len(TRUTH_CASES) >= 98
     for case in EXPECTED:
         assert manifest[case]["skipped"] is None and manifest[case]["trace"]["error"] is None
 
@@ -78,26 +84,23 @@ def test_every_known_case_has_generated_fixtures():
 # ------------------------------------------------------------ recorded truth
 
 
-def _norm(path: str) -> str:
-    path = path.replace("\\", "/")
-    if "/site-packages/torch/" in path:
-        return "torch/" + path.split("/site-packages/torch/", 1)[1]
-    return path
-
-
-def recorded_truth(case: str, origin) -> object:
-    """What Python did at the `if` of ``origin`` while tracing: the branch of each run, ``scripted``
-    (it ran as TorchScript inside the trace), or None (no known answer: a line holding a
-    conditional expression or and/or)."""
+def recorded_truth(case: str, origin, module: str = "self") -> object:
+    """What Python did at the `if` of ``origin`` while tracing, in the module instance ``module``:
+    the branch of each run, ``scripted`` (it ran as TorchScript inside the trace), or None (no
+    known answer: a line holding a conditional expression, and/or or an assert, or a file the
+    recorder does not watch, such as the compiler's own ``<string>`` builtins)."""
     entry = EXPECTED[case]
-    key = f"{_norm(origin.path)}:{origin.line}"
-    if key in entry.get("untracked", []):
+    path = RECORDER.norm(origin.path)
+    key = f"{path}:{origin.line}"
+    if key in entry.get("untracked", []) or not RECORDER.watched(path):
         return None
     for scripted in entry.get("scripted", []):
         file, _, span = scripted.rpartition(":")
         first, last = map(int, span.split("-"))
-        if _norm(origin.path) == file and first <= origin.line <= last:
+        if path == file and first <= origin.line <= last:
             return "scripted"
+    if key in entry.get("instances", {}):  # a line run in several module instances: this one's runs
+        return entry["instances"][key].get(module, [])
     return entry["recorded"].get(key, [])
 
 
@@ -120,19 +123,28 @@ def verdict(answer, truth) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+def archive_report(case: str) -> DiffReport:
+    return diff_paths(*archive_pair(case))
+
+
+@functools.lru_cache(maxsize=None)
 def scored(case: str, form: str) -> list[tuple]:
     """(answer, truth, verdict) for every `if` the diff reports, in one input form."""
-    archive = diff_paths(*archive_pair(case))
+    archive = archive_report(case)
     if form == "archive":
         pairs = [(i, i.origin) for i in archive.ifs]
     else:  # the top-level .code texts: the same ifs as the archive's root forward, in order
-        text = diff_paths(*text_pair(case))
-        root = [i for i in archive.ifs if i.module == "self" and i.function == archive.modules[0].script_function]
+        root_fn = archive.modules[0].script_function
+        script, trace = text_pair(case)
+        if not Path(script).exists():  # a module with overloads only (nn.LSTM): the one the trace ran
+            script = str(Path(script).with_name(f"script.{root_fn.rsplit('.', 1)[-1]}.code"))
+        text = diff_paths(script, trace)
+        root = [i for i in archive.ifs if i.module == "self" and i.function == root_fn]
         assert len(text.ifs) == len(root)
         assert [i.kind for i in text.ifs] == [i.kind for i in root]
         pairs = [(i, j.origin) for i, j in zip(text.ifs, root)]
     # an `if` the compiler made (no source line in .debug_pkl) has no recorded answer
-    truths = [recorded_truth(case, o) if o is not None else None for _, o in pairs]
+    truths = [recorded_truth(case, o, i.module) if o is not None else None for i, o in pairs]
     return [(i, t, verdict(i, t)) for (i, _), t in zip(pairs, truths)]
 
 
@@ -232,9 +244,13 @@ def test_baked_attribute_value_becomes_a_tensor_constant():
 
 
 def test_loops_fixture_scalar_work_is_not_matched_against_tensor_ops():
-    """`for k in range(3): squares.append(k * k)` is Python int work: no trace shows it."""
+    """`for k in range(3): squares.append(k * k)` is Python int work: no trace shows it.  Nor does
+    `for j in [1, 2, 3]: ... total += j` (a `while` over a list of ints once compiled), which
+    ran 3 times: its pass count is unknown, not 0, and its ifs abstain."""
     report = diff_paths(*text_pair("loops"))
-    assert [(lp.line, lp.iterations) for lp in report.unrolled_loops] == [(7, 3), (18, 3), (27, 0), (45, None)]
+    assert [(lp.line, lp.iterations) for lp in report.unrolled_loops] == [(7, 3), (18, 3), (27, None), (45, None)]
+    assert [(i.line, i.taken, i.reason) for i in report.ifs] == [
+        (29, "unknown", "no_evidence"), (32, "unknown", "no_evidence"), (37, "unknown", "no_evidence")]
 
 
 def test_condition_only_and_scalar_events_are_weak():
