@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .codes import diagnostic
 from .extract import Extractor
-from .grammar import DEFAULT_GRAMMAR, available_grammars, load_grammar, load_semantics
+from .grammar import DEFAULT_GRAMMAR, grammar_ids, load_grammar, load_semantics
 from .inference import Semantics
 from .parser import parse_statements
 from .source import SourceText
@@ -97,9 +97,9 @@ def _features_match(grammar_id: str, window: str) -> bool:
 def detect_grammar(text: str) -> Optional[str]:
     """The id of the newest grammar whose text features the text has, or None."""
     window = text[:_DETECT_WINDOW]
-    for info in available_grammars():
-        if _features_match(info.id, window):
-            return info.id
+    for grammar_id in grammar_ids():
+        if _features_match(grammar_id, window):
+            return grammar_id
     return None
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "GrammarInfo",
     "grammar_dir",
     "available_grammars",
+    "grammar_ids",
     "load_grammar",
     "load_grammar_file",
     "load_semantics",
@@ -213,13 +214,15 @@ class Master:
     def first(self, text: str, pos: int, endpos: int) -> Optional[int]:
         found = None
         if self._own_index:
-            m = self._own.pattern().match(text, pos, endpos)
+            own = self._own
+            m = own.pattern().match(text, pos, endpos)
             if m is not None:
-                found = self._own_index[int(m.lastgroup[1:])]
+                found = self._own_index[0 if own.single else int(m.lastgroup[1:])]
         if self._generic is not None and (found is None or found > self._generic_index[0]):
-            m = self._generic._own.pattern().match(text, pos, endpos)
+            generic = self._generic._own
+            m = generic.pattern().match(text, pos, endpos)
             if m is not None:
-                index = self._generic_index[int(m.lastgroup[1:])]
+                index = self._generic_index[0 if generic.single else int(m.lastgroup[1:])]
                 if found is None or index < found:
                     found = index
         return found
@@ -232,17 +235,28 @@ class Master:
 
 
 class _Alternation:
-    """Rules as one ``re`` alternation, one named group ``_<i>`` per rule."""
+    """Rules as one ``re`` alternation, one named group ``_<i>`` per rule.
 
-    __slots__ = ("rules", "_pattern", "_path")
+    One rule without a ``classify`` pattern is its own alternation (``single``): its
+    compiled pattern serves, so it is not compiled a second time (compiling is most
+    of a small file's start-up)."""
+
+    __slots__ = ("rules", "_pattern", "_path", "single")
 
     def __init__(self, rules: tuple[Statement, ...], path: Path):
         self.rules = rules
         self._pattern = None
         self._path = path
+        self.single = len(rules) == 1 and rules[0].classify is None
 
     def pattern(self) -> Any:
         compiled = self._pattern
+        if compiled is None and self.single:
+            compiled = self.rules[0].fast
+            if isinstance(compiled, re.Pattern):
+                self._pattern = compiled
+                return compiled
+            compiled = None  # it needs `regex`: the error below names the rule
         if compiled is None:
             source = "|".join(f"(?P<_{i}>{rule.master_source()})" for i, rule in enumerate(self.rules))
             try:
@@ -544,8 +558,14 @@ def available_grammars() -> list[GrammarInfo]:
     takes (``torchscript-v1.0`` takes whatever ``-v1.3`` leaves of the text with an
     ``op_version_set`` header).  Versions compare as numbers, not as strings.
     """
-    ids = sorted(_grammar_files(), key=_version_key, reverse=True)
-    return [load_grammar(gid).info for gid in ids]
+    return [load_grammar(gid).info for gid in grammar_ids()]
+
+
+def grammar_ids() -> list[str]:
+    """The ids of the grammars shipped, newest first (the order of
+    :func:`available_grammars`), without loading any: detection loads a grammar only
+    when it gets to it, so reading today's text loads one grammar, not all."""
+    return sorted(_grammar_files(), key=_version_key, reverse=True)
 
 
 def load_grammar(grammar_id: str | None = None) -> Grammar:

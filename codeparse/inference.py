@@ -288,37 +288,39 @@ def _schema_type(text: str) -> str:
 
 
 @functools.cache
-def _overloads() -> dict[str, list[tuple[list[str], int, Optional[str]]]]:
-    """operator -> [(positional parameter types, required count, return type)] from the
-    bundled table ``grammars/operators.json.gz`` (read on first use)."""
+def _overloads(name: str) -> tuple[tuple[list[str], int, Optional[str]], ...]:
+    """Operator ``name``'s overloads: (positional parameter types, required count, return
+    type) each, from the bundled table ``grammars/operators.json.gz`` (read on first use).
+    Parsed per operator when first asked for: a text uses a few dozen of the table's
+    thousands, and parsing them all cost more than the rest of a small file's parse."""
     from .operators import load_table
 
-    out: dict[str, list] = {}
-    for name, (suffixes, _codes) in load_table()["operators"].items():
-        entries = []
-        for suffix in suffixes:
-            open_ = suffix.find("(")
-            arrow = suffix.rfind(") -> ")
-            if open_ == -1 or arrow == -1:
-                continue
-            params, required = [], 0
-            for part in _split_top(suffix[open_ + 1:arrow]):
-                if part == "*":
-                    break
-                if part == "...":
-                    params = None
-                    break
-                typ, _, rest = part.rpartition(" ")
-                params.append(_schema_type(typ))
-                if "=" not in rest:
-                    required = len(params)
-            if params is None:
-                continue
-            ret = suffix[arrow + len(") -> "):].strip()
-            returns = None if ret.startswith("(") or ret == "()" else _schema_type(ret)
-            entries.append((params, required, returns))
-        out[name] = entries
-    return out
+    found = load_table()["operators"].get(name)
+    if found is None:
+        return ()
+    entries = []
+    for suffix in found[0]:
+        open_ = suffix.find("(")
+        arrow = suffix.rfind(") -> ")
+        if open_ == -1 or arrow == -1:
+            continue
+        params, required = [], 0
+        for part in _split_top(suffix[open_ + 1:arrow]):
+            if part == "*":
+                break
+            if part == "...":
+                params = None
+                break
+            typ, _, rest = part.rpartition(" ")
+            params.append(_schema_type(typ))
+            if "=" not in rest:
+                required = len(params)
+        if params is None:
+            continue
+        ret = suffix[arrow + len(") -> "):].strip()
+        returns = None if ret.startswith("(") or ret == "()" else _schema_type(ret)
+        entries.append((params, required, returns))
+    return tuple(entries)
 
 
 def _accepts(param: str, arg: Optional[str]) -> bool:
@@ -352,7 +354,7 @@ def _return_type(op: str, arg_types: tuple) -> Optional[str]:
     # The overloads that accept the arguments, and among them those that match the most
     # argument types exactly (``div(float, float)`` is ``div.float``, not ``div.complex``).
     best, found = -1, set()
-    for params, required, returns in _overloads().get(op, ()):
+    for params, required, returns in _overloads(op):
         if not (required <= len(arg_types) <= len(params)):
             continue
         if all(_accepts(p, a) for p, a in zip(params, arg_types)):
