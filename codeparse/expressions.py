@@ -110,7 +110,7 @@ class ExpressionReader:
         self._trailer = expression["trailer"].match
         self._items = expression["items"].match
         self._keyword = expression["keyword"].match
-        self._entry = expression["dict_entry"].match
+        self._grammar = grammar  # `dict_entry` is looked up when a dict is read (rare)
         self.max_depth = int(grammar.limits["max_expression_depth"])
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
 
@@ -180,7 +180,7 @@ class ExpressionReader:
         keywords: list[tuple[str, Expr]] = []
         for start, stop in m.spans("item"):
             if is_dict:
-                e = self._entry(text, start, stop)
+                e = self._grammar.expression["dict_entry"].match(text, start, stop)
                 if e is not None:
                     key, _ = self._expr(e.start("key"), e.end("key"), depth + 1)
                     value, _ = self._expr(e.start("value"), e.end("value"), depth + 1)

@@ -77,8 +77,9 @@ class Extractor:
         frag = grammar.fragments
         self._param = frag["param"].fullmatch
         self._items = frag["expr_items"].fullmatch
-        self._string_item = frag["string_item"].finditer
         self._identifier = frag["identifier"].fullmatch
+        # `string_item` (`__parameters__` lists) is looked up when used: method text
+        # has none, and compiling costs start-up.
 
     # -- files and classes -------------------------------------------------------
     def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
@@ -218,7 +219,7 @@ class Extractor:
         return found[1] if found is not None else None
 
     def _strings(self, span: tuple[int, int]) -> list[str]:
-        return [unquote(m.group("item")) for m in self._string_item(self.text, *span)]
+        return [unquote(m.group("item")) for m in self.grammar.fragments["string_item"].finditer(self.text, *span)]
 
     def _split(self, span: tuple[int, int]) -> list[str]:
         m = self._items(self.text, *span)

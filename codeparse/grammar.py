@@ -64,8 +64,8 @@ REQUIRED = {
     "scan": ("references", "balanced"),
     "expression": ("atom", "trailer", "items", "keyword", "dict_entry"),
 }
-_PIECE_REF = regex.compile(r"\{([A-Z][A-Z0-9_]*)\}")
-_RECURSIVE_CALL = regex.compile(r"\(\?&([a-z_][a-z0-9_]*)\)")
+_PIECE_REF = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+_RECURSIVE_CALL = re.compile(r"\(\?&([a-z_][a-z0-9_]*)\)")
 _FLAGS = regex.VERSION0
 
 
@@ -431,7 +431,7 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
     seen: set[str] = set()
     for index, raw in enumerate(data["statements"]):
         name = raw.get("name")
-        if not isinstance(name, str) or not regex.fullmatch(r"[a-z][a-z0-9_]*", name):
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise GrammarError(f"{path}: statement #{index + 1} has no valid snake_case name")
         where = f"rule '{name}'"
         if name in seen:
@@ -482,7 +482,7 @@ def _load(path: Path) -> Grammar:
     _require(path, data)
     pieces = data.get("patterns", {})
     for name in pieces:
-        if not regex.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
             raise GrammarError(f"{path}: piece '{name}': piece names are UPPER_SNAKE")
     comp = _Compiler(path, pieces, data.get("recursive", {}))
 
