@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import io
+import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
@@ -83,13 +84,19 @@ def _normal(module: str, name: str) -> str:
     return f"{module}.{name}"
 
 
+@functools.cache
+def _globs(verdict: str) -> Any:
+    """The table's globs of one class as one compiled pattern: one match per global, not
+    one per glob (a pickle naming 100,000 distinct globals is classified in linear time)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in load_table()[verdict]["globals"]))
+
+
 @functools.lru_cache(maxsize=4096)
 def classify(global_name: str) -> str:
     """``dangerous``, ``allowed`` or ``unknown`` for a ``module.name`` (the data table decides)."""
-    table = load_table()
-    if any(fnmatch.fnmatchcase(global_name, p) for p in table["dangerous"]["globals"]):
+    if _globs("dangerous").match(global_name):
         return "dangerous"
-    if any(fnmatch.fnmatchcase(global_name, p) for p in table["allowed"]["globals"]):
+    if _globs("allowed").match(global_name):
         return "allowed"
     return "unknown"
 
