@@ -76,7 +76,7 @@ def only_top(mapping: dict) -> dict:
 def test_every_known_case_has_generated_fixtures():
     manifest = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"]
     assert set(EXPECTED) <= set(manifest)
-    assert len(KNOWN) == 14 and TRUTH_CASES == sorted(EXPECTED) and len(TRUTH_CASES) >= 98
+    assert len(KNOWN) == 14 and TRUTH_CASES == sorted(EXPECTED) and len(TRUTH_CASES) >= 100
     for case in EXPECTED:
         assert manifest[case]["skipped"] is None and manifest[case]["trace"]["error"] is None
 
@@ -175,6 +175,7 @@ def test_accuracy_figures_in_the_readme():
             f"({counts['unscored']} more answers have no recorded truth")
     assert counts["wrong"] == 0
     assert line in readme, line
+    assert f"checks all {len(TRUTH_CASES)} recorded fixtures" in readme
 
 
 @pytest.mark.parametrize("case", KNOWN)
@@ -357,6 +358,12 @@ def test_device_move_is_not_matched_to_a_dtype_conversion():
         assert [e.call for e in ans.evidence] == ["aten::cpu"]
     for report in both("diff_device_dtype"):  # torch.to(x, 7): a dtype conversion
         assert [(i.taken, [e.call for e in i.evidence]) for i in report.ifs] == [("else", ["aten::to"])]
+    # x.to("cpu") prints as torch.to(x, torch.device("cpu")) and traces as x.cpu() does
+    for report in both("diff_device_to_cpu"):
+        (ans,) = report.ifs
+        assert (ans.taken, ans.reason) == ("then", "present")
+        assert [e.call for e in ans.evidence] == ["aten::device", "aten::to"]
+        assert [m.call for m in ans.missing] == ["aten::to"]  # the else's dtype conversion: not in the trace
 
 
 def test_a_value_dead_on_the_taken_path_costs_nothing():
@@ -384,6 +391,14 @@ def test_tracing_predicates_and_unused_stubs():
         assert top_ifs(report) == [("then", "tracing_predicate"), ("else", "tracing_predicate"),
                                    ("then", "tracing_predicate")]
         assert sorted(c.call for c in report.lost_calls) == ["self.a.forward", "self.b.forward"]
+        # a user's copy of torchvision's helper, `__torch__._is_tracing()` (its compiled body is
+        # `return False`), reads runtime state as torch's own predicate does: not a constant
+        assert [i.kind for i in report.ifs if i.module == "self"] == ["runtime"] * 3
+    for report in both("diff_tracing_comparisons"):  # is_tracing() == False, is_tracing() != False
+        assert top_ifs(report) == [("else", "tracing_predicate"), ("then", "tracing_predicate")]
+        assert [c.call for c in report.lost_calls] == ["self.a.forward"]
+        # `if not torch.jit.is_scripting()` is compiled away by the script: self.c runs in the trace only
+        assert [e.call for e in report.modules[0].trace_only] == ["self.c.forward"]
 
 
 def test_inlined_submodule_method_counts_runs_per_call_and_is_not_lost():
@@ -400,6 +415,9 @@ def test_scripted_helper_inside_a_trace_is_kept():
     (ans,) = report.ifs
     assert (ans.function, ans.taken, ans.reason) == ("__torch__.clamp_or_relu", "kept", "kept")
     assert report.modules[0].matched == 2  # the linear call and the helper's call itself
+    # .code mode: the helper's body is not in the text; its call is matched, not lost
+    text = diff_paths(*text_pair("diff_scripted_helper"))
+    assert (text.ifs, text.lost_calls, text.modules[0].matched) == ([], [], 2)
 
 
 def test_overloaded_forward_is_paired_by_signature():
