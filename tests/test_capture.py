@@ -171,3 +171,21 @@ def test_factory_folder_on_sys_path_and_bad_shapes(tmp_path, capsys):
     assert "unknown factory key(s) 'inptus'" in capsys.readouterr().err
     assert main(["capture", f"{tmp_path / 'entry.py'}:bad_shape"]) == 2
     assert "must return (module, inputs) or a dict" in capsys.readouterr().err
+
+
+def test_check_inputs_reach_the_trace_and_no_check_trace_turns_the_check_off(tmp_path, capsys):
+    """A factory's check_inputs take the other branch of a tensor-value if: torch.jit.trace's
+    check (run on them) fails; --no-check-trace (check_trace=False) traces without it."""
+    (tmp_path / "branchy_model.py").write_text(
+        "import torch\n\n\nclass Branchy(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if x.sum() > 0:\n            return x * 2\n        return torch.relu(x) - 1\n\n\n"
+        "def make():\n    return {'module': Branchy(), 'inputs': (torch.ones(2),), 'check_inputs': [(-torch.ones(2),)]}\n")
+    target = f"{tmp_path / 'branchy_model.py'}:make"
+    checked = capture(load_factory(target))
+    assert checked.trace_error.message == "TracingCheckError: Tracing failed sanity checks!"
+    assert "Graphs differed across invocations" in checked.trace_error.detail
+    assert "CP223" in [d.code for d in checked.diagnostics] and checked.diff is None
+    assert main(["capture", target, "--no-check-trace", "--format", "json"]) == 1  # CP222: a TracerWarning
+    data = json.loads(capsys.readouterr().out)
+    assert data.get("trace_error") is None and [d["code"] for d in data["diagnostics"]] == ["CP222"]
+    assert [(i["kind"], i["taken"], i["reason"]) for i in data["diff"]["ifs"]] == [("tensor_value", "then", "present")]
