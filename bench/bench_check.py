@@ -14,9 +14,13 @@ Everything is CPU time (user + system), and every ratio is against the torch fig
 the same run:
 
 * **in process**, imports excluded: ``codeparse.check(paths)`` against ``torch.jit.load``
-  + the walk (best of ``--rounds`` rounds each).  *Cold*: every round is a new ``check``
-  call, so the in-process cache starts empty each round and no ``--cache-dir`` is used.
-  *Warm*: ``check(paths, cache_dir=DIR)`` after one run has filled ``DIR``;
+  + the walk (best of ``--rounds`` rounds each).  ``check`` reads each input in a worker
+  process (the per-input time and memory budget): the figure is this process's CPU time
+  plus its workers'.  *Cold*: every round is a new ``check`` call, so the in-process cache
+  starts empty each round and no ``--cache-dir`` is used.  *Warm*: ``check(paths,
+  cache_dir=DIR)`` after one run has filled ``DIR``.  *No worker*: the same cold run
+  with the inputs read in this process (the budget off), which shows what the workers
+  cost;
 * **process to process**: ``python -m codeparse check --format jsonl PATH...`` against
   ``python -c "import torch; [torch.jit.load + walk]"`` (median of ``--runs``; the CPU
   time of the child process, from ``getrusage``);
@@ -30,6 +34,7 @@ the same run:
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import platform
 import shutil
@@ -113,6 +118,13 @@ def measure(paths: list[Path], runs: int, rounds: int, cache: Path) -> dict[str,
     policy = Policy(max_entry_bytes=1 << 30, max_total_bytes=1 << 31)
     codeparse.check(names, policy)  # warm-up: grammar compiled, modules imported
     cold = cpu_best(rounds, lambda: codeparse.check(names, policy))
+    budget = importlib.import_module("codeparse.budget")
+    bounded = budget.available
+    budget.available = lambda: False  # inputs read in this process: no worker, no budget
+    try:
+        no_worker = cpu_best(rounds, lambda: codeparse.check(names, policy))
+    finally:
+        budget.available = bounded
     shutil.rmtree(cache, ignore_errors=True)
     codeparse.check(names, policy, cache_dir=cache)  # fills the cache
     warm = cpu_best(rounds, lambda: codeparse.check(names, policy, cache_dir=cache))
@@ -131,7 +143,7 @@ def measure(paths: list[Path], runs: int, rounds: int, cache: Path) -> dict[str,
     subprocess.run(cli + ["--cache-dir", str(cache)] + names, stdout=subprocess.DEVNULL, cwd=ROOT, check=False)
     cp_proc_warm, _ = child_cpu(cli + ["--cache-dir", str(cache)] + names, runs)
     torch_proc, _ = child_cpu([sys.executable, "-c", TORCH_WALK, *names], runs)
-    return {"cold": cold, "warm": warm, "torch_in": torch_in, "cp_proc": cp_proc, "cp_proc_warm": cp_proc_warm,
+    return {"cold": cold, "no_worker": no_worker, "warm": warm, "torch_in": torch_in, "cp_proc": cp_proc, "cp_proc_warm": cp_proc_warm,
             "torch_proc": torch_proc, "cp_rss": cp_rss}
 
 
@@ -191,8 +203,10 @@ def main() -> int:
         f"{os.cpu_count()} cores, {platform.machine()}. **The machine is shared and loaded** (load average "
         f"{load[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} cores): all figures are CPU time "
         "(user + system), and every ratio is against torch in the same run. In process: best of "
-        f"{args.rounds} rounds, imports excluded; process to process: median of {args.runs} runs, the child's CPU "
-        "time. Cold: a new `check` call per round (its in-process cache starts empty), no `--cache-dir`. "
+        f"{args.rounds} rounds, imports excluded, the CPU time of `check`'s worker process included; "
+        "no worker process: the inputs read in the calling process, without the per-input budget; process to "
+        f"process: median of {args.runs} runs, the CPU time of the child and its workers. Cold: a new `check` "
+        "call per round (its in-process cache starts empty), no `--cache-dir`. "
         "Warm: `--cache-dir` filled by one earlier run.",
         "",
         "| input | measure | codeparse check | torch.jit.load + walk | **torch / codeparse** | target |",
@@ -206,6 +220,8 @@ def main() -> int:
     ):
         lines.append(f"| {label} | in process, cold | {m['cold'] * 1000:.0f} ms | {m['torch_in'] * 1000:.0f} ms | "
                      f"{ratio(m['torch_in'], m['cold'])} | {target_in} |")
+        lines.append(f"| {label} | in process, cold, no worker process | {m['no_worker'] * 1000:.0f} ms | "
+                     f"{m['torch_in'] * 1000:.0f} ms | {ratio(m['torch_in'], m['no_worker'])} | - |")
         lines.append(f"| {label} | in process, warm `--cache-dir` | {m['warm'] * 1000:.0f} ms | "
                      f"{m['torch_in'] * 1000:.0f} ms | {ratio(m['torch_in'], m['warm'])} | {target_warm} |")
         lines.append(f"| {label} | process to process, cold | {m['cp_proc'] * 1000:.0f} ms | "

@@ -555,6 +555,55 @@ def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optio
                        findings=[_whole("CP301", path, reason=reason)])
 
 
+# A small archive class file, parsed once per process before workers are forked (warm_up).
+_WARM_UP_TEXT = """class M(Module):
+  __parameters__ = ["weight", ]
+  __buffers__ = []
+  weight : Tensor
+  training : bool
+  flag : bool
+  layer : __torch__.torch.nn.modules.linear.Linear
+  def forward(self: __torch__.M,
+    x: Tensor,
+    n: int=2) -> Tensor:
+    _0 = bool(torch.gt(torch.sum(x), 0))
+    if _0:
+      layer = self.layer
+      x0 = (layer).forward(x, )
+    else:
+      x0 = torch.add(x, self.weight)
+    if torch.eq(torch.size(x0, 0), n):
+      y = torch.relu(x0)
+    else:
+      y = x0
+    return y
+"""
+_warmed = False
+
+
+def warm_up() -> None:
+    """Make this process ready to check, once: import the modules of the check path,
+    load the grammar and compile its patterns, load the operator tables (by parsing a
+    small class file).
+
+    ``check`` calls it before it forks its workers (:mod:`codeparse.budget`): a forked
+    worker starts with what its parent holds, so the work is done once per process
+    instead of once per worker (every ``check`` call, every ``--jobs`` worker).  The CLI
+    does it once either way; a library caller that calls ``check`` again pays it once.
+    """
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    try:
+        from . import archive, cache, debuginfo, resolve, scan  # noqa: F401 - imported for the workers
+        from .api import parse_text
+
+        parse_text(_WARM_UP_TEXT, "code/__torch__.py", as_dict=True)
+    except Exception:  # noqa: BLE001 - only a head start: a worker does the same work if this fails
+        pass
+
+
 def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, jobs: int = 1,
           progress: Optional[Callable[[InputReport], None]] = None, *, scan_only: bool = False,
           skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None,
@@ -599,7 +648,10 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     from . import budget
 
     if inputs and budget.available():
-        # Each input in a worker process, within its time and memory budget (CP340).
+        # Each input in a worker process, within its time and memory budget (CP340); the
+        # workers are forked from this process once it is ready, so none starts cold.
+        if not scan_only:
+            warm_up()
         tasks = [(path, policy, problem, stdin if path == "-" else None, scan_only, folder) for path, problem in inputs]
 
         def arrived(_index: int, report: InputReport) -> None:

@@ -237,6 +237,7 @@ def _run_dask(paths: list[str], fmt: str, policy: Any, scheduler: str, cache_dir
               quiet: bool, exit_zero: bool) -> int:
     """``check --dask``: the same report as ``--jobs``, or a Parquet dataset (codeparse.scale)."""
     from .cli_output import opened
+    from .escaping import for_text
     from .scale import ScaleError, check_dask
 
     if "-" in paths:
@@ -252,16 +253,18 @@ def _run_dask(paths: list[str], fmt: str, policy: Any, scheduler: str, cache_dir
         for item in result.inputs:
             if not item.readable:
                 reason = item.findings[0] if item.findings else None
-                err.write(f"{item.path}: {reason.code} {reason.message}\n" if reason else f"{item.path}: unreadable\n")
+                err.write(f"{for_text(item.path)}: {reason.code} {for_text(reason.message)}\n" if reason
+                          else f"{for_text(item.path)}: unreadable\n")
         with opened(output_file) as stream:
             _write_report(result, fmt, stream, color if output_file is None else False, statistics, quiet)
             stream.flush()
         return 0 if exit_zero and result.exit_code == 1 else result.exit_code
     for row in result.rows:
         if not row["readable"]:
-            err.write(f"{row['path']}: {row['reason'] or 'unreadable'}\n")
+            err.write(f"{for_text(row['path'])}: {for_text(row['reason'] or 'unreadable')}\n")
     counts = result.counts
-    out.write(f"wrote {result.folder}/findings and {result.folder}/inputs (Parquet); {len(result.rows)} input(s): "
+    folder = for_text(result.folder)
+    out.write(f"wrote {folder}/findings and {folder}/inputs (Parquet); {len(result.rows)} input(s): "
               f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
               f"fail on {policy.fail_on}; exit {result.exit_code}\n")
     out.flush()

@@ -11,7 +11,17 @@ imported on any other path.
   counts) come back.  Every worker must import the same codeparse, and see the paths.
 * **Scheduler.**  ``local`` starts ``LocalCluster(n_workers=2, threads_per_worker=1,
   host="127.0.0.1", dashboard_address=None)`` for the run; any other value is the
-  address of a running scheduler (``tcp://host:8786``).
+  address of a running scheduler (``tcp://host:8786``).  ``dashboard_address=None``
+  turns the dashboard off, but distributed's scheduler always serves its other HTTP
+  routes (health, metrics) and, left alone, binds them to port 8787; the local cluster
+  binds them to a free port of 127.0.0.1 instead (``scheduler_kwargs``), so a run never
+  takes 8787 from another cluster and listens on no outside address.
+* **Baseline.**  Findings are matched against a baseline in input order over the
+  whole run, as ``--jobs`` does (a baseline entry absorbs as many findings as it
+  recorded, the first ones met): for a report, the client applies it; for Parquet, the
+  workers first send back the fingerprints of their chunk's findings (the checked
+  reports stay on the workers), the client shares the baseline out over the chunks in
+  order, and each chunk writes its part with its share.
 * **Output.**  Table, JSON, JSONL and SARIF are the same report as ``--jobs`` gives.
   Parquet (``--output-format parquet --output-file DIR``) is written by the workers
   themselves, one file per chunk, as a dataset of two tables (``DIR`` must be a folder
@@ -95,29 +105,63 @@ def _tables(reports: list[InputReport], policy: Policy) -> tuple[Any, Any]:
     return (pa.table(rows, schema=schema(FINDING_COLUMNS)), pa.table(inputs, schema=schema(INPUT_COLUMNS)))
 
 
-def _run_chunk(index: int, chunk: list[tuple[str, Optional[str]]], policy_json: str, cache_dir: Optional[str],
-               parquet_dir: Optional[str]) -> list:
-    """One task on a worker: check the chunk's inputs; write its Parquet part or return
-    the reports (as JSON text: plain data back to the client)."""
-    from .check import _check_safely
+def _check_chunk(item: tuple, policy_json: str, cache_dir: Optional[str], parquet: bool) -> Any:
+    """One task on a worker: check the chunk's inputs.  For a report: the reports as
+    checked (JSON text: plain data back to the client, which adjusts them as ``check``
+    does); for Parquet: ``(index, reports)`` adjusted but for the baseline, kept on the
+    worker for :func:`_write_chunk`."""
+    from .check import _check_safely, adjust
 
-    from .check import adjust
-
+    index, chunk = item
     policy = Policy.model_validate_json(policy_json)
-    reports = adjust([_check_safely(path, policy, problem, None, False, cache_dir) for path, problem in chunk],
-                     policy)
-    if parquet_dir is None:
+    reports = [_check_safely(path, policy, problem, None, False, cache_dir) for path, problem in chunk]
+    if not parquet:
         return [r.model_dump_json() for r in reports]
-    import pyarrow.parquet as pq
+    return index, adjust(reports, policy.model_copy(update={"baseline": None}))
 
+
+def _fingerprints(checked: tuple) -> list[list[str]]:
+    """The baseline fingerprints of a checked chunk's findings, in order (the findings a
+    baseline can absorb: those of readable inputs)."""
+    from .baseline import fingerprint
+
+    return [list(fingerprint(f)) for r in checked[1] if r.readable for f in r.findings]
+
+
+def _shares(baseline: Any, chunks: list[list[list[str]]]) -> list[list[list]]:
+    """The baseline shared out over the chunks in input order: chunk by chunk, each
+    fingerprint takes what is left of its count, as one run over all inputs would."""
+    shares = []
+    for keys in chunks:
+        mine: dict[tuple, int] = {}
+        for key in map(tuple, keys):
+            if baseline.get(key, 0) > 0:
+                baseline[key] -= 1
+                mine[key] = mine.get(key, 0) + 1
+        shares.append([[*key, n] for key, n in mine.items()])
+    return shares
+
+
+def _write_chunk(checked: tuple, share: Optional[list], policy_json: str, parquet_dir: str) -> list:
+    """One task on a worker: apply the chunk's share of the baseline, write its Parquet
+    part, and send back only what the exit code, the summary and the error stream need."""
+    import pyarrow.parquet as pq
+    from collections import Counter
+
+    from .baseline import apply_baseline
+    from .check import fails
+
+    index, reports = checked
+    policy = Policy.model_validate_json(policy_json)
+    if share is not None:
+        remaining = Counter({tuple(row[:4]): row[4] for row in share})
+        reports = [r.model_copy(update={"findings": apply_baseline(r.findings, remaining)})
+                   if r.readable and r.findings else r for r in reports]
     findings, inputs = _tables(reports, policy)
     for name, table in (("findings", findings), ("inputs", inputs)):
         folder = os.path.join(parquet_dir, name)
         os.makedirs(folder, exist_ok=True)
         pq.write_table(table, os.path.join(folder, f"part-{index:05d}.parquet"))
-    # Back to the client: only what the exit code, the summary and the error stream need.
-    from .check import fails
-
     return [json.dumps({"path": r.path, "readable": r.readable,
                         "reason": f"{r.findings[0].code} {r.findings[0].message}" if not r.readable and r.findings
                         else None,
@@ -142,10 +186,6 @@ class DatasetSummary:
             self.exit_code = 1 if any(r["failing"] for r in rows) else 0
 
 
-def _run_item(item: tuple, policy_json: str, cache_dir: Optional[str], parquet_dir: Optional[str]) -> list:
-    return _run_chunk(item[0], item[1], policy_json, cache_dir, parquet_dir)
-
-
 def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: str,
                cache_dir: Optional[str | os.PathLike] = None, parquet_dir: Optional[str | os.PathLike] = None,
                progress: Optional[Callable[[Any], None]] = None) -> Report | DatasetSummary:
@@ -158,7 +198,7 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
         from distributed import Client, LocalCluster
     except ImportError as exc:
         raise ScaleError(f"--dask needs the 'scale' extra (pip install 'codeparse[scale]'): {exc}") from None
-    from .check import expand_inputs, make_report
+    from .check import adjust, expand_inputs, make_report
 
     inputs = expand_inputs((os.fspath(p) for p in paths), exclude=[*policy.exclude, *policy.extend_exclude])
     folder = os.fspath(cache_dir) if cache_dir is not None else None
@@ -168,7 +208,8 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
     cluster = None
     try:
         if scheduler == LOCAL:
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
             client = Client(cluster)
         else:
             client = Client(scheduler, timeout="20s")
@@ -181,8 +222,19 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
         chunks = _chunks(inputs, workers * CHUNKS_PER_WORKER)
         bag = db.from_sequence(list(enumerate(chunks)), npartitions=max(1, len(chunks)))
         policy_json = policy.model_dump_json()
+        checked = bag.map(_check_chunk, policy_json, folder, out_dir is not None)
         with dask.config.set(scheduler=client.get):
-            results = bag.map(_run_item, policy_json, folder, out_dir).compute()
+            if out_dir is None:
+                results = checked.compute()
+            elif policy.baseline is None:
+                results = checked.map(_write_chunk, None, policy_json, out_dir).compute()
+            else:
+                from .baseline import load_baseline
+
+                checked = client.persist(checked)  # the reports stay on the workers
+                shares = _shares(load_baseline(policy.baseline), checked.map(_fingerprints).compute())
+                parts = db.from_sequence(shares, npartitions=max(1, len(chunks)))
+                results = db.map(_write_chunk, checked, parts, policy_json, out_dir).compute()
         if progress is not None:
             for _ in results:
                 progress(None)
@@ -193,7 +245,7 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
     if out_dir is not None:
         return DatasetSummary([json.loads(text) for part in results for text in part], out_dir)
     reports = [InputReport.model_validate_json(text) for part in results for text in part]
-    return make_report(reports, policy)
+    return make_report(adjust(reports, policy), policy)
 
 
 def _clear_dataset(folder: str) -> None:

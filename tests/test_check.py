@@ -154,3 +154,28 @@ def test_missing_input_exit_2_and_others_still_checked(capsys, no_pyproject):
 def test_no_progress_bar_when_not_a_terminal(capsys, no_pyproject):
     code, _, err = run(capsys, "check", CUSTOM_SCRIPT, CUSTOM_TRACE, "--format", "jsonl")
     assert code == 0 and err == ""
+
+
+def _pid(_index: int) -> int:
+    return os.getpid()
+
+
+def test_workers_are_reused_across_inputs_and_start_from_a_ready_parent():
+    import importlib
+
+    budget = importlib.import_module("codeparse.budget")
+    grammar = importlib.import_module("codeparse.grammar")
+    checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
+
+    def run(jobs: int) -> list[int]:
+        return budget.run_bounded([(i,) for i in range(6)], _pid, jobs=jobs, timeout=60, max_memory=1024,
+                                  over_budget=lambda index, reason: reason)
+
+    one = run(1)
+    assert len(set(one)) == 1 and os.getpid() not in one  # six inputs, one worker process
+    assert 1 <= len(set(run(2))) <= min(2, budget.cpu_count())
+    # check() readies its own process before forking (imports, grammar, operator tables),
+    # so its workers do not each start cold; the parse itself ran in a worker.
+    report = codeparse.check([str(ROOT / "fixtures" / "text" / "custom_model" / "script.code")], Policy())
+    assert report.inputs[0].readable and checker._warmed
+    assert grammar._load_by_id.cache_info().currsize >= 1

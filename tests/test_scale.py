@@ -72,3 +72,45 @@ def test_parquet_dataset(cluster, capsys, tmp_path):
 def test_parquet_needs_dask_and_a_folder(capsys, tmp_path):
     code, _, err = run(capsys, "check", PATHS[0], "--output-format", "parquet", "--output-file", str(tmp_path))
     assert code == 2 and "needs --dask and --output-file" in err
+
+
+def test_a_baseline_is_matched_over_the_whole_run_as_with_jobs(cluster, capsys, tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    # The same archive twice: the baseline recorded from one copy absorbs one copy's findings.
+    copies = [str(shutil.copy(PATHS[0], tmp_path / name)) for name in ("a.pt", "b.pt")]
+    baseline = tmp_path / "baseline.json"
+    assert run(capsys, "check", copies[0], "--write-baseline", str(baseline), "--config", "/dev/null")[0] == 0
+    common = ["--baseline", str(baseline), "--config", "/dev/null", "--select", "CP2"]
+    jobs = run(capsys, "check", *copies, "--jobs", "2", "--format", "jsonl", *common)
+    dask = run(capsys, "check", *copies, "--dask", cluster.scheduler_address, "--format", "jsonl", *common)
+    reports = [json.loads(line) for line in jobs[1].splitlines()]
+    alone = json.loads(run(capsys, "check", copies[1], "--format", "jsonl", *common[2:])[1])
+    assert dask == jobs and [len(r["findings"]) for r in reports] == [0, len(alone["findings"])] != [0, 0]
+    out = tmp_path / "dataset"
+    code, _, _ = run(capsys, "check", *copies, "--dask", cluster.scheduler_address, "--output-format", "parquet",
+                     "--output-file", str(out), *common)
+    rows = pq.read_table(out / "findings").to_pylist()
+    assert code == jobs[0] and sorted((r["input"], r["code"]) for r in rows) == sorted(
+        (copies[1], f["code"]) for f in alone["findings"])
+
+
+def test_the_local_cluster_serves_http_on_a_free_loopback_port(monkeypatch):
+    import distributed
+
+    from codeparse.models import Policy
+    from codeparse.scale import ScaleError, check_dask
+
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        raise OSError("not started in this test")
+
+    monkeypatch.setattr(distributed, "LocalCluster", fake)
+    with pytest.raises(ScaleError):
+        check_dask(PATHS[:1], Policy(), "local")
+    assert seen["dashboard_address"] is None and seen["host"] == "127.0.0.1"
+    assert seen["scheduler_kwargs"] == {"dashboard_address": "127.0.0.1:0"}
