@@ -160,11 +160,16 @@ class EntryCache:
             return  # a cache that cannot be written is only a slower run
 
     # -- declarations (pre-pass) ----------------------------------------------
-    def declarations(self, key: str) -> Optional[list[dict]]:
+    def declarations(self, key: str) -> Optional[dict]:
+        """What the entry declares (:func:`codeparse.api.declarations`: ``classes`` and
+        ``functions``), or None."""
         found = self._record(key)["declarations"]
-        return found if isinstance(found, list) else None
+        if (isinstance(found, dict) and isinstance(found.get("classes"), list)
+                and isinstance(found.get("functions"), list)):
+            return found
+        return None
 
-    def put_declarations(self, key: str, declarations: list[dict]) -> None:
+    def put_declarations(self, key: str, declarations: dict) -> None:
         self._record(key)["declarations"] = declarations
 
     # -- parses ----------------------------------------------------------------

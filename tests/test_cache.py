@@ -163,3 +163,23 @@ def test_one_parse_per_entry(name, monkeypatch):
     archive = read_archive(ARCHIVES / name)
     n = len(archive.files)
     assert counts == {"prepare": n, "start": n, "finish": n}
+
+
+def test_an_entry_met_again_is_not_classified_again(tmp_path, monkeypatch):
+    from codeparse import api
+
+    real, calls = api.prepare_text, []
+
+    def counted(*a, **k):
+        calls.append(a[1] if len(a) > 1 else k.get("path"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(api, "prepare_text", counted)
+    shared = EntryCache(tmp_path / "cache")
+    first = read_archive(CUSTOM, cache=shared).model_dump_json()
+    assert len(calls) == len(set(calls)) == 11  # each code entry classified once
+    calls.clear()
+    # The same entries again (in this run, then from disk in a later one): declarations and
+    # parses are both reused, so the statement classifier does not run at all.
+    assert read_archive(CUSTOM, cache=shared).model_dump_json() == first and calls == []
+    assert read_archive(CUSTOM, cache=EntryCache(tmp_path / "cache")).model_dump_json() == first and calls == []
