@@ -29,7 +29,7 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Any, Optional
 
-from .safepickle import BoundedUnpickler, PickleLimit, safe_int
+from .safepickle import BoundedUnpickler, NotPlain, PickleLimit, load_plain, safe_int
 
 __all__ = ["ForbiddenGlobal", "DebugInfoError", "PickleLimit", "LineMap", "read_debug_pkl", "line_origins"]
 
@@ -275,8 +275,12 @@ def read_debug_pkl(data: bytes, max_rows: Optional[int] = None, max_chars: int =
     :class:`PickleLimit` if it exceeds a bound (memo, objects, numbers), and
     :class:`DebugInfoError` if it is not a source-range table.
     """
+    max_objects = 8 * len(data) + 4096
     try:
-        value = _Restricted(data, max_objects=8 * len(data) + 4096).load()
+        try:
+            value = load_plain(data, max_objects, ALLOWED_GLOBALS, (_as_list,))
+        except NotPlain:  # the unpickler decides: the value, or why not
+            value = _Restricted(data, max_objects=max_objects).load()
     except (ForbiddenGlobal, DebugInfoError, PickleLimit):
         raise
     except RecursionError:

@@ -711,3 +711,34 @@ def test_archive_structure_never_raises(tmp_path, entries, lie):
     if not report.readable:
         assert report.findings and report.findings[0].span is None
     json.loads(report.model_dump_json())
+
+
+def test_the_fast_pickle_path_gives_the_unpicklers_value_or_leaves_it_the_decision():
+    """``load_plain`` (the fast path of ``.debug_pkl`` reading) returns what the bounded
+    unpickler returns for plain data, and leaves everything else (other opcodes, globals
+    not admitted, frames, bounds, truncation) to it."""
+    import pickle
+
+    from codeparse.debuginfo import ALLOWED_GLOBALS, _as_list, _Restricted
+    from codeparse.safepickle import NotPlain, load_plain
+
+    values = [[1, (2, "é\ud800", None, True, False, -5, 2**40, -2**70, 300, 70000)], ((),), [], "x" * 300,
+              [[1, 2], [3]] * 3, ((0, (("a\nb", "f.py", 3), 0, 4)),) * 3]
+    for proto in (2, 3):
+        for value in values:
+            data = pickle.dumps(value, protocol=proto)
+            assert load_plain(data, 10**6, ALLOWED_GLOBALS, (_as_list,)) == _Restricted(data, 10**6).load() == value
+    # A torch list builder, admitted and counted; any other global is not for the fast path.
+    built = b"\x80\x02ctorch.jit._pickle\nbuild_intlist\nq\x00]q\x01(K\x01K\x02e\x85q\x02Rq\x03."
+    assert load_plain(built, 100, ALLOWED_GLOBALS, (_as_list,)) == [1, 2] == _Restricted(built, 100).load()
+    refused = [
+        pickle.dumps([1, 2], protocol=0),  # text opcodes
+        pickle.dumps(list(range(20)), protocol=4),  # frames
+        b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.",  # a global not admitted
+        b"\x80\x02]r\xff\xff\xff\x0f.",  # a memo index past the opcodes read
+        built[:-5],  # truncated
+        pickle.dumps(list(range(50)), protocol=2),  # more objects than allowed below
+    ]
+    for data in refused:
+        with pytest.raises(NotPlain):
+            load_plain(data, 40, ALLOWED_GLOBALS, (_as_list,))
