@@ -147,6 +147,62 @@ def measure(paths: list[Path], runs: int, rounds: int, cache: Path) -> dict[str,
             "torch_proc": torch_proc, "cp_rss": cp_rss}
 
 
+# Where a cold check's time goes: (label, module, attribute) of the stages timed, nested
+# stages listed after the stage that holds them.
+STAGES = (
+    ("parse: every entry read as one program", "codeparse.resolve", "parse_program"),
+    ("  statement classifier (declarations pre-pass)", "codeparse.api", "prepare_text"),
+    ("  definitions walked", "codeparse.api", "start_file"),
+    ("  conditions, calls, references (inference)", "codeparse.api", "finish_file"),
+    ("    `CodeFile` models built from the plain data", "codeparse.api", "_code_file"),
+    ("program resolved: types, call graph, findings", "codeparse.resolve", "analyse"),
+    ("debug info of files with findings (`.debug_pkl`)", "codeparse.archive", "OpenedArchive.origins"),
+    ("pickle scan of `data.pkl`, `constants.pkl`; bytecode", "codeparse.archive", "OpenedArchive.tail_findings"),
+    ("`Finding` models", "codeparse.resolve", "to_finding"),
+)
+
+
+def stages(paths: list[Path]) -> tuple[float, list[tuple[str, float]]]:
+    """CPU time of one cold ``check`` in this process (no worker) and of each stage in it."""
+    import codeparse
+    from codeparse.models import Policy
+
+    spent: dict[str, float] = {}
+    undo = []
+
+    def timed(label: str, fn):
+        def run(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - start
+        return run
+
+    for label, module_name, attr in STAGES:
+        owner = importlib.import_module(module_name)
+        *outer, name = attr.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        undo.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, timed(label, getattr(owner, name)))
+    budget = importlib.import_module("codeparse.budget")
+    bounded = budget.available
+    budget.available = lambda: False
+    policy = Policy(max_entry_bytes=1 << 30, max_total_bytes=1 << 31)
+    try:
+        codeparse.check([str(p) for p in paths], policy)  # warm-up
+        spent.clear()
+        start = time.process_time()
+        codeparse.check([str(p) for p in paths], policy)
+        total = time.process_time() - start
+    finally:
+        budget.available = bounded
+        for owner, name, fn in reversed(undo):
+            setattr(owner, name, fn)
+    return total, [(label, spent.get(label, 0.0)) for label, _, _ in STAGES]
+
+
 def peak(path: Path) -> int:
     out = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True, cwd=ROOT,
                          check=True)
@@ -190,6 +246,7 @@ def main() -> int:
         big = measure([large], args.runs, args.rounds, tmp / "cache-big")
         many = measure(zoo, args.runs, args.rounds, tmp / "cache-zoo")
         peak_bytes = peak(large)
+        profiles = [stages([large]), stages(zoo)]
         scale = [] if args.no_dask else scale_table(zoo, tmp)
     load_after = os.getloadavg()
 
@@ -233,7 +290,19 @@ def main() -> int:
         f"Peak memory of `check` on the Transformer: **{peak_bytes / 1e6:.1f} MB** of Python allocations while it "
         f"runs (`tracemalloc`, imports excluded; target < 80 MB); the whole `codeparse check` process peaks at "
         f"{big['cp_rss'] / 1e6:.0f} MB resident (interpreter and imports included).",
+        "",
+        "Where the time of a cold check goes (one `check` in process, no worker process, stages timed in place; "
+        "indented stages are part of the stage above them):",
+        "",
+        "| stage | Transformer | share | zoo | share |",
+        "|---|---|---|---|---|",
     ]
+    (big_total, big_stages), (zoo_total, zoo_stages) = profiles
+    for (label, big_t), (_, zoo_t) in zip(big_stages, zoo_stages):
+        shown = "&nbsp;" * (len(label) - len(label.lstrip())) * 2 + label.strip()
+        lines.append(f"| {shown} | {big_t * 1000:.0f} ms | {big_t / big_total:.0%} | {zoo_t * 1000:.0f} ms | "
+                     f"{zoo_t / zoo_total:.0%} |")
+    lines.append(f"| whole check | {big_total * 1000:.0f} ms | 100% | {zoo_total * 1000:.0f} ms | 100% |")
     if scale:
         lines += [
             "",

@@ -237,6 +237,7 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
     counted: set[int] = set()
     source_key = _SourceKeys()
     budget = max_chars  # characters of source text built, over all distinct texts
+    keys: dict[int, Any] = {}  # id(source object) -> its key: rows share source objects (memo references)
     out: list[Row] = []
     for item in raw:
         if not isinstance(item, tuple) or len(item) not in (2, 3) or not isinstance(item[0], int):
@@ -247,7 +248,9 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
         if not isinstance(rng, tuple) or len(rng) != 3:
             raise DebugInfoError("a row has no source range")
         src, start, end = rng
-        key = source_key(src)
+        key = keys.get(id(src))  # every source object stays alive in `raw`: ids are not reused
+        if key is None:
+            key = keys[id(src)] = source_key(src)
         if key not in sources:
             sources[key] = _source(src, table, texts, max_chars)
             text_key = id(sources[key][0])
@@ -260,10 +263,13 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
         text, filename, start_line = sources[key]
         start = start if isinstance(start, int) else 0
         end = end if isinstance(end, int) else start
-        for number in (item[0], start, end):
-            if not safe_int(number, 0, MAX_NUMBER):
-                raise PickleLimit(f"an offset out of range ({_digits(number)})")
-        out.append((item[0], text, filename, start_line, start, end))
+        offset = item[0]
+        if not (type(offset) is int and type(start) is int and type(end) is int  # noqa: E721 - not bool
+                and 0 <= offset <= MAX_NUMBER and 0 <= start <= MAX_NUMBER and 0 <= end <= MAX_NUMBER):
+            for number in (offset, start, end):
+                if not safe_int(number, 0, MAX_NUMBER):
+                    raise PickleLimit(f"an offset out of range ({_digits(number)})")
+        out.append((offset, text, filename, start_line, start, end))
     return out
 
 
