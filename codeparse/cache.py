@@ -6,7 +6,8 @@ entry comes back with the same surroundings.
 
 **Key.**  An entry's *content key* is the SHA-256 of: the cache format
 (:data:`FORMAT`), the codeparse fingerprint (version, and a digest of the package's
-Python files and grammar files, so an edited checkout never reads a stale entry), the
+Python files and grammar files, so an edited checkout never reads a stale entry; a
+cache with no folder lives and dies with its process, so it skips that digest), the
 forced grammar id (or none: detected from the text), the entry's module name
 (``__torch__.torch.nn.modules.linear``, from its path) and its bytes.  Under one content
 key the cache holds:
@@ -92,14 +93,16 @@ class EntryCache:
 
     def __init__(self, directory: Optional[str | os.PathLike] = None):
         self.directory = Path(directory) if directory else None
+        # Keys name the codeparse that made an entry; in memory that is this process, so
+        # the package is hashed (fingerprint(), reading every file of it) only for a disk cache.
+        self._maker = fingerprint() if self.directory is not None else "in-process"
         self._memory: dict[str, dict] = {}
         self.hits = 0
         self.misses = 0
 
     # -- keys ----------------------------------------------------------------
-    @staticmethod
-    def key(data: bytes, grammar: Optional[str], module: Optional[str]) -> str:
-        digest = hashlib.sha256(f"codeparse-cache {FORMAT}\0{fingerprint()}\0{grammar or ''}\0{module or ''}\0"
+    def key(self, data: bytes, grammar: Optional[str], module: Optional[str]) -> str:
+        digest = hashlib.sha256(f"codeparse-cache {FORMAT}\0{self._maker}\0{grammar or ''}\0{module or ''}\0"
                                 .encode())
         digest.update(data)
         return digest.hexdigest()
@@ -204,11 +207,10 @@ class EntryCache:
         self._save(key, record)
 
     # -- whole programs ------------------------------------------------------------
-    @staticmethod
-    def program_key(parts: list[str]) -> str:
+    def program_key(self, parts: list[str]) -> str:
         """The key of one archive's resolved program: its code entries' names and content keys,
         its root class and layout (``parts``, in order)."""
-        digest = hashlib.sha256(f"codeparse-program {FORMAT}\0{fingerprint()}\0".encode())
+        digest = hashlib.sha256(f"codeparse-program {FORMAT}\0{self._maker}\0".encode())
         for part in parts:
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
         return digest.hexdigest()
@@ -223,9 +225,8 @@ class EntryCache:
         self._save_parses(key, record)
 
     # -- other results of one blob's bytes (a pickle's scan) ---------------------------
-    @staticmethod
-    def blob_key(kind: str, data: bytes) -> str:
-        digest = hashlib.sha256(f"codeparse-{kind} {FORMAT}\0{fingerprint()}\0".encode())
+    def blob_key(self, kind: str, data: bytes) -> str:
+        digest = hashlib.sha256(f"codeparse-{kind} {FORMAT}\0{self._maker}\0".encode())
         digest.update(data)
         return digest.hexdigest()
 
