@@ -129,8 +129,9 @@ def test_pytorch1_container_is_unsupported(capsys):
     assert (finding.code, finding.span, report.inputs[0].readable) == ("CP306", None, False)
 
 
-def test_hundred_thousand_entries_refused_from_the_end_record(tmp_path):
-    entries = [stored(f"m/data/{i}", b"") for i in range(100_000)]
+def test_entries_past_the_limit_refused_from_the_end_record(tmp_path):
+    # One entry more than the default limit (50,000): the smallest archive it refuses.
+    entries = [stored(f"m/data/{i}", b"") for i in range(Policy().max_entries)]
     entries.insert(0, stored("m/code/__torch__.py", GOOD_CODE))
     path = tmp_path / "many.pt"
     path.write_bytes(raw_zip(entries))
@@ -138,7 +139,7 @@ def test_hundred_thousand_entries_refused_from_the_end_record(tmp_path):
     assert (readable, codes) == (False, ["CP308"])
     assert peak < 8 * MB  # the central directory was never parsed
     # Raising the limit reads it (the count is an option).
-    readable, codes = codes_of(path, max_entries=200_000)
+    readable, codes = codes_of(path, max_entries=Policy().max_entries + 1)
     assert readable and "CP201" in codes and "CP308" not in codes
 
 

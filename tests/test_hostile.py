@@ -220,8 +220,11 @@ def test_thirty_mb_bytecode_pkl_of_memoised_globals(tmp_path):
               "print([f.args.get('reason') for f in a.findings if f.code == 'CP343'])", path, module=False)
     assert (code, out.strip()) == (0, "['more than 10000 distinct globals']")
     assert rss < MEMORY_BOUND
-    # The same size of references to one memoised global stops at the object bound.
-    shared = bytecode_archive(tmp_path, b"\x80\x02(K\x08c__torch__\nG\nq\x00" + b"h\x00" * (15 * MB) + b"t.", "s.ptl")
+    # References to one memoised global stop at the object bound (the smallest count past it).
+    from codeparse.legacy import MAX_BYTECODE_OBJECTS
+
+    refs = b"h\x00" * (MAX_BYTECODE_OBJECTS + 1000)
+    shared = bytecode_archive(tmp_path, b"\x80\x02(K\x08c__torch__\nG\nq\x00" + refs + b"t.", "s.ptl")
     (readable, codes), seconds = cpu(lambda: codes_of(shared))
     assert readable and "CP343" in codes and seconds < CPU_BOUND
 

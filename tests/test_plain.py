@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import codeparse
 from codeparse import render
 from codeparse.cli import run_parse
@@ -20,20 +22,26 @@ CODE = sorted((FIXTURES / "text").glob("*/*.code")) + sorted((FIXTURES / "archiv
     + sorted((FIXTURES / "legacy").rglob("*.py"))
 
 
+@pytest.fixture(scope="module")
+def models() -> dict[str, "codeparse.CodeFile"]:
+    """Every fixture parsed once with models (frozen), for the tests that compare against them."""
+    return {str(path): codeparse.parse_file(path) for path in CODE}
+
+
 def test_fixture_corpus_is_there():
     assert len(CODE) > 500
 
 
-def test_dict_equals_model_dump_and_renders_the_same_bytes():
+def test_dict_equals_model_dump_and_renders_the_same_bytes(models):
     for path in CODE:
         data = codeparse.parse_file(path, as_dict=True)
-        model = codeparse.parse_file(path)
+        model = models[str(path)]
         assert data == model.model_dump(mode="json"), path
         assert render.render_jsonl_line(data) == render.render_jsonl_line(model), path
         assert render.render_jsonl_line(data) == model.model_dump_json(), path
 
 
-def test_cli_json_is_the_model_json_byte_for_byte():
+def test_cli_json_is_the_model_json_byte_for_byte(models):
     paths = [str(p) for p in CODE]
     for fmt in ("json", "jsonl"):
         out = io.StringIO()
@@ -41,7 +49,7 @@ def test_cli_json_is_the_model_json_byte_for_byte():
         expected = io.StringIO()
         writer = render.JsonArrayWriter(expected) if fmt == "json" else None
         for path in paths:
-            model = codeparse.parse_file(path)
+            model = models[path]
             if writer is not None:
                 writer.write(model)
             else:
