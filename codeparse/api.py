@@ -122,9 +122,9 @@ def _code_file(data: dict, as_dict: bool) -> Any:
     """The parse result: the plain data itself, or the :class:`CodeFile` built from it."""
     if as_dict:
         return data
-    from .models import CodeFile
+    from .models import code_file_from_plain
 
-    return CodeFile.model_validate(data)
+    return code_file_from_plain(data)
 
 
 def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,

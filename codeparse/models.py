@@ -659,6 +659,90 @@ class CaptureError(Node):
     line: Optional[int] = Field(default=None, description="1-based line in that file, when known.")
 
 
+# -- building models from the engine's plain data, without validating it again --
+
+def code_file_from_plain(data: dict) -> CodeFile:
+    """The :class:`CodeFile` of the plain data that ``parse_text(..., as_dict=True)`` returns.
+
+    Equal to ``CodeFile.model_validate(data)`` (the test suite compares them over every
+    fixture), built without validating again what the engine guarantees: each dict
+    becomes a model whose ``__dict__`` is a copy of it with nested dicts replaced by
+    models, as ``model_construct`` does.  A dict reached twice (a call listed in
+    ``calls`` and again in an if's ``then_calls``) becomes one shared model, and every
+    model of a class shares one ``model_fields_set`` (frozen models never change it;
+    ``model_copy`` copies it first), so a built file holds little more than its data.
+    ``data`` is not changed.
+    """
+    return _build(CodeFile, data, {})
+
+
+_LIST, _ONE = 0, 1
+_Plan = tuple[tuple[str, int, type], ...]
+_plans: dict[type, tuple[_Plan, set]] = {}
+_object_setattr = object.__setattr__
+
+
+def _plan(cls: type) -> tuple[_Plan, set]:
+    """Which fields of ``cls`` hold models (one, optional or a list of them), and the
+    field set every built instance shares."""
+    import typing
+
+    found = _plans.get(cls)
+    if found is None:
+        steps = []
+        for name, info in cls.model_fields.items():
+            ann = info.annotation
+            origin, args = typing.get_origin(ann), typing.get_args(ann)
+            if origin is typing.Union and len(args) == 2 and type(None) in args:  # Optional[X]
+                ann = args[0] if args[1] is type(None) else args[1]
+                origin, args = typing.get_origin(ann), typing.get_args(ann)
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                steps.append((name, _ONE, ann))
+            elif origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+                steps.append((name, _LIST, args[0]))
+            elif any(isinstance(a, type) and issubclass(a, BaseModel) for a in _flatten(ann)):
+                raise TypeError(f"{cls.__name__}.{name}: a nested model shape the builder does not know")
+        found = _plans[cls] = (tuple(steps), set(cls.model_fields))
+    return found
+
+
+def _flatten(ann) -> list:
+    import typing
+
+    out, todo = [], [ann]
+    while todo:
+        a = todo.pop()
+        out.append(a)
+        todo.extend(typing.get_args(a))
+    return out
+
+
+def _build(cls: type, data: dict, memo: dict) -> BaseModel:
+    key = id(data)
+    got = memo.get(key)
+    if got is not None and type(got) is cls:
+        return got
+    steps, fields_set = _plan(cls)
+    values = data.copy()
+    if len(values) != len(fields_set):  # a field left at its default, as model_validate fills it
+        for name, info in cls.model_fields.items():
+            if name not in values:
+                values[name] = info.get_default(call_default_factory=True)
+    for name, how, sub in steps:
+        value = values[name]
+        if how == _LIST:
+            values[name] = [_build(sub, v, memo) for v in value]
+        elif value is not None:
+            values[name] = _build(sub, value, memo)
+    model = cls.__new__(cls)
+    _object_setattr(model, "__dict__", values)
+    _object_setattr(model, "__pydantic_fields_set__", fields_set)
+    _object_setattr(model, "__pydantic_extra__", None)
+    _object_setattr(model, "__pydantic_private__", None)
+    memo[key] = model
+    return model
+
+
 # Every public model and type alias, computed so that additions above need no edit here.
 __all__ = [
     name

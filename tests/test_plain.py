@@ -37,6 +37,11 @@ def test_dict_equals_model_dump_and_renders_the_same_bytes(models):
         data = codeparse.parse_file(path, as_dict=True)
         model = models[str(path)]
         assert data == model.model_dump(mode="json"), path
+        # Built without validating again: equal to what validation builds, calls shared.
+        assert model == codeparse.CodeFile.model_validate(data), path
+        for fn in model.functions + [m for c in model.classes for m in c.methods]:
+            ids = {id(c) for c in fn.calls}
+            assert all(id(c) in ids for if_ in fn.ifs for c in if_.then_calls + if_.else_calls), path
         assert render.render_jsonl_line(data) == render.render_jsonl_line(model), path
         assert render.render_jsonl_line(data) == model.model_dump_json(), path
 
