@@ -20,11 +20,26 @@ from .expressions import ExpressionReader
 from .grammar import Grammar
 from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
 from .parser import Stmt
+from .plain import record
 from .source import SourceText
 
 __all__ = ["Extractor"]
 
 _BLOCKS = ("if", "elif", "for", "while", "with", "def", "else", "class")
+
+# The plain dicts of the models built most often, each kind sharing one key table
+# (:func:`codeparse.plain.record`); keys in the models' field order.
+_call = record("Call", ("kind", "receiver", "method", "target", "callee", "span"))
+_self_ref = record("SelfRef", ("path", "role", "declared_type", "span"))
+_param = record("Param", ("name", "annotation", "default", "span"))
+_if = record("IfStatement", ("span", "block_span", "depth", "condition", "then_calls", "else_calls", "has_else"))
+_attribute = record("ClassAttribute", ("name", "type", "final", "value", "span"))
+_signature = record("Signature", ("params", "returns"))
+_condition = record("Condition", ("text", "resolved", "kind", "sources", "none_check", "data_dependent_shape",
+                                  "related"))
+_source = record("ConditionSource", ("ref", "kind", "type"))
+_function = record("Function", ("name", "qualified_name", "signature", "ifs", "loops", "self_refs", "calls",
+                                "scalar_conversions", "span"))
 
 
 def _deeper_than(text: str, start: int, end: int, limit: int) -> Optional[int]:
@@ -72,6 +87,10 @@ class Extractor:
         self.sem = sem
         self.module = module  # `__torch__.a.b` for an archive file, else None
         self.reader = ExpressionReader(source.text, grammar)
+        # One object per distinct string of this file's data (callees, targets, names, types):
+        # a file repeats them hundreds of times.
+        pool: dict[str, str] = {}
+        self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
         self._references = grammar.scan["references"].finditer
         self._balanced = grammar.scan["balanced"].match
         frag = grammar.fragments
@@ -166,21 +185,22 @@ class Extractor:
                 buffers = self._strings(child.span_of("names"))
             elif k in ("attribute_decl", "final_decl", "annotation_decl"):
                 raw_name = child.group("name")
-                attributes.append({
-                    "name": unquote(raw_name) if k == "annotation_decl" else raw_name,
-                    "type": child.group("type"),
-                    "final": k == "final_decl",
-                    "value": child.group("value") if k == "final_decl" else None,
-                    "span": self.source.span(child.start, child.end),
-                })
+                typ = child.group("type")
+                attributes.append(_attribute(
+                    unquote(raw_name) if k == "annotation_decl" else raw_name,
+                    typ if typ is None else self.intern(typ),
+                    k == "final_decl",
+                    child.group("value") if k == "final_decl" else None,
+                    self.source.span(child.start, child.end),
+                ))
             elif k == "assign":  # enum members, `RED = 1`
-                attributes.append({
-                    "name": child.group("targets"),
-                    "type": child.group("type") if "type" in child.match.groupdict() else None,
-                    "final": False,
-                    "value": child.group("value"),
-                    "span": self.source.span(child.start, child.end),
-                })
+                attributes.append(_attribute(
+                    child.group("targets"),
+                    child.group("type") if "type" in child.match.groupdict() else None,
+                    False,
+                    child.group("value"),
+                    self.source.span(child.start, child.end),
+                ))
             elif k == "def":
                 defs.append(child)
         return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
@@ -248,6 +268,7 @@ class Extractor:
     def _prepare(self, stmt: Stmt, owner: Optional[str], declared):
         text = self.text
         src = self.source
+        intern = self.intern
         name = stmt.group("name")
         params = []
         annotations: dict[str, Optional[str]] = {}
@@ -255,11 +276,8 @@ class Extractor:
             p = self._param(text, start, end)
             pname = p.group("name") if p else text[start:end]
             ann = p.group("annotation") if p else None
-            params.append({
-                "name": pname, "annotation": ann,
-                "default": p.group("default") if p else None,
-                "span": src.span(start, end),
-            })
+            params.append(_param(intern(pname), ann if ann is None else intern(ann), p.group("default") if p else None,
+                                 src.span(start, end)))
             annotations[pname] = ann
         self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
         if owner:
@@ -306,43 +324,37 @@ class Extractor:
         dd = FunctionDataDependence(inference)
         ifs = []
         for if_stmt, depth, scopes in walk.ifs:
-            ifs.append({
-                "span": src.span(if_stmt.start, if_stmt.end),
-                "block_span": src.span(if_stmt.start, if_stmt.block_end),
-                "depth": depth,
-                "condition": self._condition(inference, dd, if_stmt.span_of("test"), scopes),
-                "then_calls": calls_in(if_stmt.body),
-                "else_calls": calls_in(if_stmt.orelse),
-                "has_else": if_stmt.else_stmt is not None,
-            })
+            ifs.append(_if(
+                src.span(if_stmt.start, if_stmt.end),
+                src.span(if_stmt.start, if_stmt.block_end),
+                depth,
+                self._condition(inference, dd, if_stmt.span_of("test"), scopes),
+                calls_in(if_stmt.body),
+                calls_in(if_stmt.orelse),
+                if_stmt.else_stmt is not None,
+            ))
         for loop, (test, scopes) in zip(walk.loops, walk.loop_tests):
             loop["condition"] = self._condition(inference, dd, test, scopes)
         conversions = [src.span(*s) for s in dd.conversions(calls)]
         self._fill_roles(self_refs, receivers, declared, ifs)
-        return {
-            "name": name,
-            "qualified_name": qualified,
-            "signature": {"params": params, "returns": stmt.group("returns")},
-            "ifs": ifs,
-            "loops": walk.loops,
-            "self_refs": self_refs,
-            "calls": calls,
-            "scalar_conversions": conversions,
-            "span": src.span(stmt.start, stmt.block_end),
-        }
+        return _function(name, qualified, _signature(params, stmt.group("returns")), ifs, walk.loops, self_refs,
+                         calls, conversions, src.span(stmt.start, stmt.block_end))
 
     def _condition(self, inference: Inference, dd: FunctionDataDependence, test: tuple[int, int], scopes) -> dict:
         """``inference.condition`` plus the data-dependence fields of :mod:`codeparse.datadep`."""
         cond = inference.condition(test, scopes)
         related = None
-        cond["data_dependent_shape"] = False
-        if cond["kind"] == "tensor_shape":
+        kind = cond["kind"]
+        if kind == "tensor_shape":
             related = dd.shape(inference.tree(test))
-            cond["data_dependent_shape"] = related is not None
-        elif cond["kind"] == "tensor_value":
+        elif kind == "tensor_value":
             related = dd.value_conversions(inference.tree(test))
-        cond["related"] = [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]]
-        return cond
+        intern = self.intern
+        return _condition(
+            cond["text"], cond["resolved"], kind,
+            [_source(intern(s["ref"]), s["kind"], intern(s["type"])) for s in cond["sources"]],
+            cond["none_check"], kind == "tensor_shape" and related is not None,
+            [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]])
 
     def _bounded_references(self, start: int, end: int):
         """The reference scan over ``text[start:end]``, lines nested deeper than the
@@ -376,6 +388,7 @@ class Extractor:
         refs: list[dict] = []
         receivers: set[str] = set()
         balanced = self._balanced
+        intern = self.intern
         target_starts = sorted(targets)
 
         def in_target(pos: int) -> bool:
@@ -418,11 +431,9 @@ class Extractor:
                     receivers.add(path)
                 else:
                     kind = "method"
-                calls.append({
-                    "kind": kind, "receiver": path, "method": method, "target": None,
-                    "callee": text[m.start():m.end("method")],
-                    "span": src.span(m.start(), call_end(m.start("method_open"))),
-                })
+                calls.append(_call(kind, path if path is None else intern(path), intern(method), None,
+                                   intern(text[m.start():m.end("method")]),
+                                   src.span(m.start(), call_end(m.start("method_open")))))
                 continue
             if m.start("callee") >= 0:
                 callee = m.group("callee")
@@ -435,11 +446,8 @@ class Extractor:
                     kind, target = inference.callee_target(inference.tree(m.span("callee")))
                     if kind == "intrinsic":
                         continue
-                calls.append({
-                    "kind": kind, "receiver": None, "method": None, "target": target,
-                    "callee": callee,
-                    "span": src.span(m.start(), call_end(m.start("call_open"))),
-                })
+                calls.append(_call(kind, None, None, target if target is None else intern(target), intern(callee),
+                                   src.span(m.start(), call_end(m.start("call_open")))))
                 continue
             if m.start("attr_base") >= 0:
                 base_name = m.group("attr_base")
@@ -457,7 +465,9 @@ class Extractor:
 
     def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:
         role, typ = inference.declared(path)
-        return {"path": path, "role": role or "unknown", "declared_type": typ, "span": self.source.span(start, end)}
+        intern = self.intern
+        return _self_ref(intern(path), role or "unknown", typ if typ is None else intern(typ),
+                         self.source.span(start, end))
 
     def _fill_roles(self, refs: list[dict], receivers: set[str], declared, ifs: list[dict]) -> None:
         """Roles the class does not declare, inferred from use.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Data", "view"]
+__all__ = ["Data", "view", "record"]
 
 
 class Data:
@@ -47,3 +47,24 @@ def view(value: Any) -> Any:
     if isinstance(value, list):
         return [view(v) for v in value]
     return value
+
+
+def record(name: str, fields: tuple[str, ...]):
+    """A maker of plain dicts with these keys, in this order: ``make(*values)``.
+
+    Each dict is the ``__dict__`` of a throwaway instance, so every dict of one maker
+    shares a single key table (PEP 412): an ordinary ``dict``, equal to the literal one,
+    in about half its memory.  The parse path makes thousands of them per file (spans,
+    calls, references, parameters).
+    """
+    args = ", ".join(fields)
+    body = "".join(f"    self.{f} = {f}\n" for f in fields) or "    pass\n"
+    namespace: dict = {}
+    exec(f"def __init__(self, {args}):\n{body}", namespace)  # noqa: S102 - field names are ours
+    cls = type(name, (), {"__init__": namespace["__init__"], "__doc__": f"Plain {name} data."})
+
+    def make(*values):
+        return cls(*values).__dict__
+
+    make.__doc__ = f"A plain {name} dict: {args}."
+    return make
