@@ -7,6 +7,8 @@ parsed, its problems reported as diagnostics in the returned :class:`CodeFile`.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Iterable, Optional
@@ -105,7 +107,7 @@ def detect_grammar(text: str) -> Optional[str]:
 
 def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[str]:
     """``__torch__.torch.nn.modules.conv`` for ``.../code/__torch__/torch/nn/modules/conv.py``."""
-    if not path or path == "-":
+    if not path or path == "-" or root not in path:
         return None
     parts = PurePosixPath(path.replace("\\", "/").split("!", 1)[-1]).parts
     for i, part in enumerate(parts):
@@ -302,20 +304,28 @@ def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool
         data = sys.stdin.buffer.read(limit + 1)
         size = len(data)
     else:
-        p = Path(shown)
-        if p.is_dir():
-            raise InputError(shown, "is a directory")
-        reason = not_regular(p)
-        if reason is not None:
-            raise InputError(shown, reason)
+        # One open and one fstat: the descriptor says what the path is.  Non-blocking, so
+        # that opening a FIFO does not wait for a writer (it is refused below).
         try:
-            with open(p, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                data = handle.read(limit + 1) if size <= limit else b""
+            fd = os.open(shown, _OPEN_FLAGS)
         except FileNotFoundError:
             raise InputError(shown, "no such file") from None
+        except IsADirectoryError:
+            raise InputError(shown, "is a directory") from None
         except OSError as exc:
             raise InputError(shown, exc.strerror or str(exc)) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                if stat.S_ISDIR(st.st_mode):
+                    raise InputError(shown, "is a directory")
+                raise InputError(shown, not_regular(shown) or "not a regular file")
+            size = st.st_size
+            data = _read_fd(fd, limit + 1) if size <= limit else b""
+        except OSError as exc:
+            raise InputError(shown, exc.strerror or str(exc)) from None
+        finally:
+            os.close(fd)
         size = max(size, len(data))
     if size > limit:
         finding = diagnostic("CP344", shown, None, size=size if shown != "-" else f"more than {limit}", limit=limit)
@@ -323,6 +333,21 @@ def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool
         error.finding = finding  # type: ignore[attr-defined]
         raise error
     return parse_bytes(data, shown, grammar, as_dict=as_dict)
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _read_fd(fd: int, most: int) -> bytes:
+    """Up to ``most`` bytes of an open regular file, from its start."""
+    chunks = []
+    while most > 0:
+        chunk = os.read(fd, min(most, 1 << 30))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        most -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def iter_inputs(paths: Iterable[str], skipped: Optional[list] = None) -> list[str]:

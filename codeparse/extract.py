@@ -19,7 +19,7 @@ from .datadep import FunctionDataDependence
 from .expressions import ExpressionReader
 from .grammar import Grammar
 from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
-from .parser import Stmt
+from .parser import Stmt, bracket_end, bracket_finder, quoted
 from .plain import record
 from .source import SourceText
 
@@ -40,6 +40,14 @@ _condition = record("Condition", ("text", "resolved", "kind", "sources", "none_c
 _source = record("ConditionSource", ("ref", "kind", "type"))
 _function = record("Function", ("name", "qualified_name", "signature", "ifs", "loops", "self_refs", "calls",
                                 "scalar_conversions", "span"))
+
+
+# (grammar id, a parameter as printed) -> (name, annotation, default), or None when the
+# grammar's `param` does not read it.  Signatures repeat (`self`, `x: Tensor`,
+# `input: Tensor`) across the methods and files of a run, and `param` is a `regex`
+# match (recursive types) that costs tens of microseconds; bounded, cleared when full.
+_PARAMS: dict[tuple[str, str], Optional[tuple[str, Optional[str], Optional[str]]]] = {}
+_PARAMS_MAX = 8192
 
 
 def _deeper_than(text: str, start: int, end: int, limit: int) -> Optional[int]:
@@ -91,8 +99,12 @@ class Extractor:
         # a file repeats them hundreds of times.
         pool: dict[str, str] = {}
         self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
+        self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._references = grammar.scan["references"].finditer
         self._balanced = grammar.scan["balanced"].match
+        self._may_quote = quoted(grammar)
+        self._brackets = bracket_finder(grammar)
+        self._closers = dict(grammar.bracket_pairs)
         frag = grammar.fragments
         self._param = frag["param"].fullmatch
         self._items = frag["expr_items"].fullmatch
@@ -137,6 +149,15 @@ class Extractor:
             elif stmt.kind == "def":
                 functions.append(self._qualified(stmt, self.owner))
         return {"classes": classes, "functions": functions}
+
+    def operator(self, callee: str) -> Optional[str]:
+        """``Semantics.operator``, remembered per callee for this file (a file calls the
+        same operators over and over)."""
+        ops = self._operators
+        found = ops.get(callee, False)
+        if found is False:
+            found = ops[callee] = self.sem.operator(callee)
+        return found
 
     def lookup(self, qualified: str) -> Optional[Callee]:
         """A callee whose body is available: in this text first, then in the archive."""
@@ -272,12 +293,21 @@ class Extractor:
         name = stmt.group("name")
         params = []
         annotations: dict[str, Optional[str]] = {}
+        gid = self.grammar.id
         for start, end in stmt.match.spans("param"):
-            p = self._param(text, start, end)
-            pname = p.group("name") if p else text[start:end]
-            ann = p.group("annotation") if p else None
-            params.append(_param(intern(pname), ann if ann is None else intern(ann), p.group("default") if p else None,
-                                 src.span(start, end)))
+            key = (gid, text[start:end])
+            read = _PARAMS.get(key, False)
+            if read is False:
+                p = self._param(text, start, end)
+                read = (p.group("name"), p.group("annotation"), p.group("default")) if p else None
+                if len(_PARAMS) >= _PARAMS_MAX:
+                    _PARAMS.clear()
+                _PARAMS[key] = read
+            if read is None:
+                pname, ann, default = key[1], None, None
+            else:
+                pname, ann, default = read
+            params.append(_param(intern(pname), ann if ann is None else intern(ann), default, src.span(start, end)))
             annotations[pname] = ann
         self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
         if owner:
@@ -362,6 +392,13 @@ class Extractor:
         look-aheads would match from every bracket to the end of the nesting (quadratic,
         9 s for a 4 KB line of 2,000 parentheses); finding them is one linear pass."""
         text = self.text
+        if text.count("(", start, end) + text.count("[", start, end) <= self.reader.max_depth:
+            return self._references(text, start, end)  # no line can nest deeper
+        return self._bounded_references_lines(start, end)
+
+    def _bounded_references_lines(self, start: int, end: int):
+        """:meth:`_bounded_references` line by line."""
+        text = self.text
         limit = self.reader.max_depth
         pos = start
         while pos < end:
@@ -395,11 +432,18 @@ class Extractor:
             i = bisect_left(target_starts, (pos + 1,)) - 1
             return i >= 0 and target_starts[i][0] <= pos < target_starts[i][1]
 
+        may_quote, brackets, closers = self._may_quote, self._brackets, self._closers
+
         def call_end(open_pos: int) -> int:
             # Bounded to the line: a call in a body never spans lines (only a
             # signature does), and an unclosed one must not scan the rest of the body.
             stop = text.find("\n", open_pos, end)
-            b = balanced(text, open_pos, end if stop < 0 else stop)
+            if stop < 0:
+                stop = end
+            if brackets is not None and not may_quote(text, open_pos, stop):
+                found = bracket_end(text, open_pos, stop, closers, brackets)
+                return open_pos + 1 if found is None else found
+            b = balanced(text, open_pos, stop)
             return b.end() if b else open_pos + 1
 
         for m in self._bounded_references(start, end):
@@ -439,7 +483,7 @@ class Extractor:
                 callee = m.group("callee")
                 if callee in sem.intrinsics:
                     continue
-                op = sem.operator(callee)
+                op = self.operator(callee)
                 if op is not None:
                     kind, target = "operator", op
                 else:
@@ -505,9 +549,13 @@ class _Walk:
     def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
         ex = self.ex
         text = ex.text
+        self.target_spans.append(span)
+        if ex._identifier(text, *span):  # one name, as most targets are
+            self.facts.defs.setdefault(text[span[0]:span[1]], []).append(
+                Definition(text[span[0]:span[1]], kind, value, None, scopes, annotation, start))
+            return
         m = ex._items(text, *span)
         items = m.spans("item") if m else [span]
-        self.target_spans.append(span)
         many = len(items) > 1
         values: list = []
         if many and value is not None and kind == "assign":
@@ -534,7 +582,7 @@ class _Walk:
         paren = text.find("(", span[0], span[1])
         if paren == -1:
             return
-        op = ex.sem.operator(text[span[0]:paren])
+        op = ex.operator(text[span[0]:paren])
         if op is None or op.rpartition(":")[2] not in ex.sem.mutators:
             return
         from .expressions import CallExpr, Name

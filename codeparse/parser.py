@@ -24,7 +24,7 @@ from .codes import diagnostic
 from .grammar import Grammar, Statement
 from .source import SourceText
 
-__all__ = ["Stmt", "ParseResult", "parse_statements"]
+__all__ = ["Stmt", "ParseResult", "parse_statements", "quoted", "bracket_end"]
 
 _EXCERPT = 60  # characters of an unparsed line quoted in its message
 
@@ -73,6 +73,45 @@ class _Block:
         self.owner = owner
 
 
+def quoted(grammar: Grammar):
+    """``has(text, start, end)``: whether ``text[start:end]`` may hold a string literal
+    (one of the grammar's ``[lines].string_quotes`` occurs in it).  Where none does,
+    brackets pair up by counting alone; a grammar without the key is always asked."""
+    quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
+    if not quotes:
+        return lambda text, start, end: True
+    if len(quotes) == 2:
+        q0, q1 = quotes
+        return lambda text, start, end: text.find(q0, start, end) != -1 or text.find(q1, start, end) != -1
+    return lambda text, start, end: any(text.find(q, start, end) != -1 for q in quotes)
+
+
+def bracket_end(text: str, open_pos: int, stop: int, closers: dict, brackets) -> Optional[int]:
+    """The offset just past the bracket that closes ``text[open_pos]`` before ``stop``,
+    or None when the brackets do not nest (for text without strings: the grammar's
+    ``balanced`` answer, found by counting).  ``closers`` maps each opener to its closer;
+    ``brackets`` finds any bracket (an ``re`` character class built from the pairs)."""
+    stack = []
+    for m in brackets(text, open_pos, stop):
+        ch = m.group()
+        closer = closers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+        elif not stack or stack.pop() != ch:
+            return None
+        if not stack:
+            return m.end()
+    return None
+
+
+def bracket_finder(grammar: Grammar):
+    """The ``finditer`` of an ``re`` class of every bracket of the grammar's pairs."""
+    import re
+
+    chars = "".join(o + c for o, c in grammar.bracket_pairs)
+    return re.compile("[" + re.escape(chars) + "]").finditer if chars else None
+
+
 def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
 
@@ -97,12 +136,14 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 total, even = total + d, False
         return total, even
 
+    may_quote = quoted(grammar)
+
     def unbalanced(start: int, end: int) -> bool:
         # Equal counts per pair settle it cheaply; unequal counts may still come from
         # brackets inside strings, which the grammar's `balanced` pattern skips.
         if excess(start, end)[1]:
             return False
-        return balanced(text, start, end, timeout=timeout) is None
+        return not may_quote(text, start, end) or balanced(text, start, end, timeout=timeout) is None
 
     def logical_end(start: int, end: int, column: int) -> tuple[int, bool]:
         """The end of the statement starting at ``start`` on the line ending at ``end``,
@@ -114,7 +155,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         depth, even = excess(start, end)
         if even:
             return end, True
-        if depth <= 0 or balanced(text, start, end, timeout=timeout) is not None:
+        if depth <= 0 or (may_quote(text, start, end) and balanced(text, start, end, timeout=timeout) is not None):
             return end, False
         while depth > 0 and end < size:
             nxt = physical(text, end + 1)
@@ -133,6 +174,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     fast_len = int(limits.get("timeout_line_length", 10_000))
     timeout = grammar.timeout()
     masters: dict = {}  # first word -> its master pattern
+    fast: dict = {}  # rule -> its compiled `fast` pattern
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
@@ -206,10 +248,15 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             if first is not None:
                 # The first rule that can match; a rule classified by a looser pattern
                 # may still fail, and then the rules after it are tried in order.
-                for rule in master.rules[first:]:
-                    m = rule.fast.match(text, indent_end, stop)
-                    if m is not None:
-                        break
+                rules = master.rules
+                rule = rules[first]
+                m = fast.get(rule) or fast.setdefault(rule, rule.fast)
+                m = m.match(text, indent_end, stop)
+                index = first + 1
+                while m is None and index < len(rules):
+                    rule = rules[index]
+                    m = (fast.get(rule) or fast.setdefault(rule, rule.fast)).match(text, indent_end, stop)
+                    index += 1
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:

@@ -57,14 +57,12 @@ def record(name: str, fields: tuple[str, ...]):
     in about half its memory.  The parse path makes thousands of them per file (spans,
     calls, references, parameters).
     """
+    cls = type(name, (), {"__doc__": f"Plain {name} data."})
     args = ", ".join(fields)
-    body = "".join(f"    self.{f} = {f}\n" for f in fields) or "    pass\n"
-    namespace: dict = {}
-    exec(f"def __init__(self, {args}):\n{body}", namespace)  # noqa: S102 - field names are ours
-    cls = type(name, (), {"__init__": namespace["__init__"], "__doc__": f"Plain {name} data."})
-
-    def make(*values):
-        return cls(*values).__dict__
-
+    sets = "".join(f"    o.{f} = {f}\n" for f in fields)
+    namespace: dict = {"_new": object.__new__, "_cls": cls}
+    # Generated like a dataclass's __init__: one call per dict, the field names are ours.
+    exec(f"def make({args}):\n    o = _new(_cls)\n{sets}    return o.__dict__\n", namespace)  # noqa: S102
+    make = namespace["make"]
     make.__doc__ = f"A plain {name} dict: {args}."
     return make
