@@ -17,6 +17,7 @@ Nothing here raises on bad input: a line no rule matches becomes a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -104,12 +105,18 @@ def bracket_end(text: str, open_pos: int, stop: int, closers: dict, brackets) ->
     return None
 
 
-def bracket_finder(grammar: Grammar):
-    """The ``finditer`` of an ``re`` class of every bracket of the grammar's pairs."""
+def bracket_finder(grammar: Grammar, method: str = "finditer"):
+    """A method (``finditer``, ``search``) of an ``re`` class of every bracket of the
+    grammar's pairs, or None when the grammar names no pairs."""
+    chars = "".join(o + c for o, c in grammar.bracket_pairs)
+    return getattr(_bracket_class(chars), method) if chars else None
+
+
+@functools.cache
+def _bracket_class(chars: str):
     import re
 
-    chars = "".join(o + c for o, c in grammar.bracket_pairs)
-    return re.compile("[" + re.escape(chars) + "]").finditer if chars else None
+    return re.compile("[" + re.escape(chars) + "]")
 
 
 def _excerpt(text: str) -> str:
@@ -125,9 +132,14 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     balanced = grammar.lines["balanced"].fullmatch
     pairs = grammar.bracket_pairs
 
+    find_bracket = bracket_finder(grammar, "search")
+
     def excess(start: int, end: int) -> tuple[int, bool]:
         """Opening minus closing brackets in ``text[start:end]``, and whether every
-        pair's counts are equal (one C-level count per bracket)."""
+        pair's counts are equal (one C-level count per bracket; one search when the
+        line has no bracket at all, as many lines have not)."""
+        if find_bracket is not None and find_bracket(text, start, end) is None:
+            return 0, True
         count = text.count
         total, even = 0, True
         for o, c in pairs:
