@@ -109,7 +109,8 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
     """``__torch__.torch.nn.modules.conv`` for ``.../code/__torch__/torch/nn/modules/conv.py``."""
     if not path or path == "-" or root not in path:
         return None
-    parts = PurePosixPath(path.replace("\\", "/").split("!", 1)[-1]).parts
+    # The parts PurePosixPath gives (empty and `.` parts dropped), without building one.
+    parts = [p for p in path.replace("\\", "/").split("!", 1)[-1].split("/") if p and p != "."]
     for i, part in enumerate(parts):
         if part == root and i < len(parts) - 1:
             rest = list(parts[i + 1:])

@@ -71,3 +71,20 @@ def test_mutated_text_never_raises_and_spans_stay_in_bounds(text):
         assert 0 <= span.start <= span.end <= len(text)
     # The result is valid against the public contract, through JSON and back.
     assert CodeFile.model_validate_json(cf.model_dump_json()) == cf
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from(list("()[]{}a, \n")), max_size=40), st.integers(0, 39))
+def test_bracket_counting_agrees_with_the_grammars_balanced_on_text_without_quotes(text, at):
+    """Text without quotes has its brackets matched by counting (parser.bracket_end, the
+    fast path of call extents); it must give the grammar's `balanced` answer."""
+    from codeparse.grammar import load_grammar
+    from codeparse.parser import bracket_end, bracket_finder
+
+    g = load_grammar("torchscript-v2")
+    opens = [i for i, ch in enumerate(text) if ch in "([{"]
+    if not opens:
+        return
+    pos = opens[at % len(opens)]
+    m = g.scan["balanced"].match(text, pos, len(text))
+    assert bracket_end(text, pos, len(text), dict(g.bracket_pairs), bracket_finder(g)) == (m.end() if m else None)
