@@ -115,23 +115,29 @@ NOTE = """\
 
 Met: **linear time** (per-byte cost at 8× within 1.5× of 1× for `parse_text`, `check`
 and `ops`; before the endpos bound the same benchmark gave 3.99×, 3.98× and 3.54×, in a
-separate run on the commit this work started from); **no pydantic, torch or numpy** on the
-`parse` path for JSON and tables (asserted by `tests/test_cli.py` with `-X importtime`);
-**the dict path** equal to `CodeFile.model_dump(mode="json")` and the CLI's JSON
-byte-identical to the model's over every fixture (`tests/test_plain.py`); goldens unchanged.
+separate run on an earlier commit); **no pydantic, torch or numpy** on the `parse` path for
+JSON and tables (asserted by `tests/test_cli.py` with `-X importtime`); **the dict path**
+equal to `CodeFile.model_dump(mode="json")` and the CLI's JSON byte-identical to the
+model's over every fixture (`tests/test_plain.py`); goldens unchanged; **memory of a built
+`CodeFile`** within 40× its text: models are built from the plain data without validating
+it again (`codeparse.models.code_file_from_plain`, equal to `model_validate` over every
+fixture), a call listed in `calls` and in an if's `then_calls` is one object, and every
+model of a class shares one field set (pydantic gave each model its own set, about 400
+bytes).
 
-Missed, and why (profile of `parse_file(..., as_dict=True)` over the corpus, own time by
-module): inference 40 %, the statement layer 16 %, extraction 15 %, the expression reader
-10 %, file and path handling 7 % (resolving the grammar folder, another 5 %, now
-happens once per process).  Pydantic is no longer the
-bottleneck (the model path costs about 15 % more than the dict path), so **2× `ast.parse`
-(dict) and 0.6× (models) need a faster inference and extraction**: condition sources are
-computed for every `if` with the new call-following summaries (issue 8), and every call
-and self reference is a dict with a nested span dict.  **Start-up**: see below.
-**Memory**: each span is a dict of six ints and each call, reference and source a dict of
-its own (22× the text as plain data, 88× as models, where pydantic copies the calls that
-`then_calls`/`else_calls` share with `calls`).  Not done: models built on access, inference
-on demand only, `check` without pydantic."""
+Missed, and why.  **Memory of the dict** (≤ 10× wanted): spans, calls, references,
+parameters, ifs, conditions and functions are key-sharing dicts (half a literal dict's
+size) and strings are pooled per file, but a plain dict per node, a list per field (empty
+ones included) and an int per offset still cost about 14 bytes per character of text.
+**Speed** (dict path about a quarter of `ast.parse`'s, models about the same, the CLI a
+seventh): by profile, inference of conditions is about a third of the dict path,
+statement classification a fifth, the call and reference scan a sixth; `regex` matches
+with recursive sub-patterns (`def` signatures, parameters, the reference scan) cost 10 to
+80 µs each, which is why brackets in text without quotes are now matched by counting and
+parameters read once per distinct text.  2× `ast.parse` means about 7 µs per line all in,
+inference included: out of reach of a per-line Python loop over `regex` matches; it needs
+the statement and reference scans as single `re` passes over the whole text and inference
+only where a condition asks for it.  **Start-up**: see below."""
 
 
 def main() -> int:
@@ -172,7 +178,12 @@ def main() -> int:
     modules = sum(1 for line in importtime.splitlines() if line.startswith("import time:")) - 1
 
     text_bytes = sum(len(t) for t in texts)  # str length: what the result is measured against
+    from codeparse import extract
+    # The parameter cache shares strings across files: emptied so that the results hold
+    # (and are charged for) their own; what the cache itself refills is charged too.
+    extract._PARAMS.clear()
     _, mem_dict = retained(lambda: [codeparse.parse_text(t, as_dict=True) for t in texts])
+    extract._PARAMS.clear()
     _, mem_model = retained(lambda: [codeparse.parse_text(t) for t in texts])
     _, mem_text = retained(lambda: [t.encode("utf-8").decode("utf-8") for t in texts])
 
