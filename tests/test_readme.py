@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from codeparse.cli import main
 from codeparse.codes import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,10 +46,25 @@ def test_ci_runs_exactly_the_readme_test_command():
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
+def run_here(args: list[str], capfd, monkeypatch) -> tuple[int, str]:
+    """``codeparse args`` run in this process as the console script runs it (``cli.main``),
+    from the checkout's root with a terminal 100 columns wide: the exit code and standard
+    output followed by standard error (file-descriptor level, so that output written by C
+    code counts too).  One process for every shown command: a process each paid the
+    start-up, and torch's import for every command that needs it, again each time."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "100")
+    capfd.readouterr()
+    code = main(args)
+    out, err = capfd.readouterr()
+    return code, out + err
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
-def test_every_shown_codeparse_command_prints_what_is_shown(doc):
+def test_every_shown_codeparse_command_prints_what_is_shown(doc, capfd, monkeypatch):
     """Each console block that is one `$ codeparse ...` command is run again here
-    (terminal width 100, paths of this checkout shown as `.`): same output, same exit."""
+    (terminal width 100, paths of this checkout shown as `.`): same output, same exit.
+    (`python -m codeparse` as a process is tested in tests/test_cli.py.)"""
     text = doc.read_text(encoding="utf-8")
     checked = 0
     for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
@@ -59,10 +75,10 @@ def test_every_shown_codeparse_command_prints_what_is_shown(doc):
         expected_exit = 0
         if lines and lines[-1].startswith("[exit "):
             expected_exit = int(lines.pop()[6:-1])
-        result = run(shlex.split(first[len("$ codeparse "):]), COLUMNS="100")
-        actual = (result.stdout + result.stderr).replace(str(ROOT), ".").rstrip()
+        code, output = run_here(shlex.split(first[len("$ codeparse "):]), capfd, monkeypatch)
+        actual = output.replace(str(ROOT), ".").rstrip()
         assert "\n".join(line.rstrip() for line in actual.splitlines()) == "\n".join(lines), first
-        assert result.returncode == expected_exit, first
+        assert code == expected_exit, first
         checked += 1
     if doc.name == "README.md":
         assert checked >= 5
