@@ -567,9 +567,10 @@ class OpenedArchive:
     def root_class(self) -> Optional[str]:
         return self.legacy_root or _root_class(self.reader, self.root_name)
 
-    def origins(self, display: str) -> Optional[dict[int, tuple[str, int]]]:
-        """Code line -> original ``(file, line)`` for one code file, from its ``.debug_pkl``,
-        read (and unpickled, or taken from the content cache) on the first call only."""
+    def origins(self, display: str) -> Optional[Any]:
+        """Code line -> original ``(file, line)`` for one code file (``.get(line)``), from its
+        ``.debug_pkl``, read (and unpickled, or taken from the content cache) on the first
+        call only."""
         if display in self._origins:
             return self._origins[display]
         self._origins[display] = None
@@ -596,9 +597,12 @@ class OpenedArchive:
         return origins
 
     def _line_origins(self, display: str, name: str, data: bytes,
-                      raw: bytes) -> tuple[Optional[dict], Optional[tuple[str, dict]]]:
+                      raw: bytes) -> tuple[Optional[Any], Optional[tuple[str, dict]]]:
+        """The origins of one code file (a dict, or a :class:`~codeparse.debuginfo.LineOrigins`
+        that maps each line on its first ask when nothing is written to disk), or the
+        finding reading its debug info gave."""
         from .api import module_name_for
-        from .debuginfo import DebugInfoError, ForbiddenGlobal, PickleLimit, line_origins, read_debug_pkl
+        from .debuginfo import DebugInfoError, ForbiddenGlobal, LineOrigins, PickleLimit, line_origins, read_debug_pkl
 
         cache = None if self.keep_line_maps else self.cache
         key = debug_key = None
@@ -614,12 +618,15 @@ class OpenedArchive:
                     return None, (stored["problem"][0], stored["problem"][1])
                 if "lines" in stored:
                     return {row[0]: (row[1], row[2]) for row in stored["lines"]}, None
+                if "lazy" in stored:
+                    return stored["lazy"], None
         problem: Optional[tuple[str, dict]] = None
-        origins: Optional[dict] = None
+        origins: Optional[Any] = None
+        lazy = cache is None or cache.directory is None
         try:
             line_map = read_debug_pkl(raw, max_rows=len(data) + 1, max_chars=self.policy.max_debug_chars)
             text = decode_text(data)
-            origins = line_origins(text, line_map)
+            origins = LineOrigins(text, line_map) if lazy else line_origins(text, line_map)
             if self.keep_line_maps:
                 self.line_maps[display] = (line_map, text)
         except ForbiddenGlobal as exc:
@@ -630,6 +637,7 @@ class OpenedArchive:
             problem = ("CP315", {"reason": str(exc)})
         if cache is not None:
             value = ({"problem": list(problem)} if problem is not None
+                     else {"lazy": origins} if lazy  # in memory only: never written
                      else {"lines": [[line, f, n] for line, (f, n) in origins.items()]})
             cache.put_origins(key, debug_key, value)
         return origins, problem
@@ -646,7 +654,7 @@ class OpenedArchive:
             if display in parsed:
                 found = self.origins(display)
                 if found is not None:
-                    out[display] = found
+                    out[display] = found if isinstance(found, dict) else dict(found.items())
         return out
 
     def tail_findings(self) -> list[dict]:

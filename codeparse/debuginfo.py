@@ -31,7 +31,8 @@ from typing import Any, Optional
 
 from .safepickle import BoundedUnpickler, NotPlain, PickleLimit, load_plain, safe_int
 
-__all__ = ["ForbiddenGlobal", "DebugInfoError", "PickleLimit", "LineMap", "read_debug_pkl", "line_origins"]
+__all__ = ["ForbiddenGlobal", "DebugInfoError", "PickleLimit", "LineMap", "LineOrigins", "read_debug_pkl",
+           "line_origins"]
 
 STRING_TABLE_TAG = "FORMAT_WITH_STRING_TABLE"
 MAX_SOURCE_CHARS = 32 << 20  # source text rebuilt from a string table, in all
@@ -299,6 +300,41 @@ def read_debug_pkl(data: bytes, max_rows: Optional[int] = None, max_chars: int =
             raise DebugInfoError("the string table holds non-strings")
         return LineMap(_rows(value[2], list(table), max_rows, max_chars))
     return LineMap(_rows(value, None, max_rows, max_chars))
+
+
+class LineOrigins:
+    """:func:`line_origins` one line at a time: ``get(line)`` maps a line on its first ask
+    (a finding's line), ``items()`` all of them; for files whose findings need a few lines."""
+
+    __slots__ = ("_text", "_map", "_bounds", "_memo")
+
+    def __init__(self, text: str, line_map: LineMap):
+        self._text = text
+        self._map = line_map
+        self._bounds: Optional[list[tuple[int, int, bool]]] = None  # per line: bytes [start, end), not blank
+        self._memo: dict[int, Optional[tuple[str, int]]] = {}
+
+    def get(self, number: int, default: Any = None) -> Any:
+        if number in self._memo:
+            found = self._memo[number]
+        else:
+            if self._bounds is None:
+                bounds, byte = [], 0
+                for line in self._text.splitlines(keepends=True):
+                    size = len(line.encode("utf-8"))
+                    bounds.append((byte, byte + size, bool(line.strip())))
+                    byte += size
+                self._bounds = bounds
+            found = None
+            if 1 <= number <= len(self._bounds):
+                start, end, content = self._bounds[number - 1]
+                if content:
+                    found = self._map.line(start, end)
+            self._memo[number] = found
+        return default if found is None else found
+
+    def items(self):  # noqa: ANN201 - a dict's items view
+        return line_origins(self._text, self._map).items()
 
 
 def line_origins(text: str, line_map: LineMap) -> dict[int, tuple[str, int]]:
