@@ -183,3 +183,19 @@ def test_an_entry_met_again_is_not_classified_again(tmp_path, monkeypatch):
     # parses are both reused, so the statement classifier does not run at all.
     assert read_archive(CUSTOM, cache=shared).model_dump_json() == first and calls == []
     assert read_archive(CUSTOM, cache=EntryCache(tmp_path / "cache")).model_dump_json() == first and calls == []
+
+
+def test_origins_asked_line_by_line_are_those_of_every_line():
+    from codeparse.debuginfo import LineOrigins, line_origins, read_debug_pkl
+
+    with zipfile.ZipFile(ARCHIVES / "nn_multihead_attention.script.pt") as zf:
+        names = [n for n in zf.namelist() if n.endswith(".py") and n + ".debug_pkl" in zf.namelist()]
+        assert names
+        for name in names:
+            text = zf.read(name).decode("utf-8")
+            line_map = read_debug_pkl(zf.read(name + ".debug_pkl"))
+            every = line_origins(text, line_map)
+            lazy = LineOrigins(text, line_map)
+            count = text.count("\n") + 2
+            assert [lazy.get(n) for n in range(count, -1, -1)] == [every.get(n) for n in range(count, -1, -1)]
+            assert list(lazy.items()) == list(every.items()) and every
