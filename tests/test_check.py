@@ -179,3 +179,18 @@ def test_workers_are_reused_across_inputs_and_start_from_a_ready_parent():
     report = codeparse.check([str(ROOT / "fixtures" / "text" / "custom_model" / "script.code")], Policy())
     assert report.inputs[0].readable and checker._warmed
     assert grammar._load_by_id.cache_info().currsize >= 1
+
+
+def test_a_report_with_no_json_form_still_comes_back_from_its_worker(tmp_path):
+    import gc
+
+    # A file name that is not UTF-8: its path holds a lone surrogate, which JSON cannot carry.
+    name = os.fsdecode(b"bad\xff.code")
+    source = ROOT / "fixtures" / "text" / "custom_model" / "script.code"
+    (tmp_path / name).write_bytes(source.read_bytes())
+    good = codeparse.check([str(source)], Policy())
+    report = codeparse.check([str(tmp_path / name), str(source)], Policy())
+    assert [i.path for i in report.inputs] == [str(tmp_path / name), str(source)]
+    assert [f.code for f in report.inputs[0].findings] == [f.code for f in good.inputs[0].findings]
+    assert report.inputs[1] == good.inputs[0]
+    assert gc.get_freeze_count() == 0  # the heap frozen for the workers is given back to the collector
