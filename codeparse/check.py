@@ -575,6 +575,8 @@ _WARM_UP_TEXT = """class M(Module):
   weight : Tensor
   training : bool
   flag : bool
+  scale : Final[int] = 2
+  __annotations__["0"] = __torch__.torch.nn.modules.linear.Linear
   layer : __torch__.torch.nn.modules.linear.Linear
   def forward(self: __torch__.M,
     x: Tensor,
@@ -586,9 +588,19 @@ _WARM_UP_TEXT = """class M(Module):
     else:
       x0 = torch.add(x, self.weight)
     if torch.eq(torch.size(x0, 0), n):
-      y = torch.relu(x0)
+      y: Tensor = torch.relu(x0)
     else:
+      ops.prim.RaiseException("AssertionError: ")
       y = x0
+    if self.training:
+      pass
+    else:
+      pass
+    for _1 in range(n):
+      y = torch.add(y, 1)
+    _2 = True
+    while _2:
+      _2 = False
     return y
 """
 _warmed = False
@@ -596,8 +608,8 @@ _warmed = False
 
 def warm_up() -> None:
     """Make this process ready to check, once: import the modules of the check path,
-    load the grammar and compile its patterns, load the operator tables (by parsing a
-    small class file).
+    load the grammar and compile the patterns an archive needs, load the operator tables
+    (by parsing a small class file with every kind of statement) and the pickle scan's.
 
     ``check`` calls it before it forks its workers (:mod:`codeparse.budget`): a forked
     worker starts with what its parent holds, so the work is done once per process
@@ -611,8 +623,12 @@ def warm_up() -> None:
     try:
         from . import archive, cache, debuginfo, resolve, scan  # noqa: F401 - imported for the workers
         from .api import parse_text
+        from .grammar import load_grammar
+        from .picklescan import classify
 
         parse_text(_WARM_UP_TEXT, "code/__torch__.py", as_dict=True)
+        load_grammar().fragments["dotted"]  # type names in declarations (resolve)
+        classify("torch._utils._rebuild_tensor_v2")  # the pickle scan's table
     except Exception:  # noqa: BLE001 - only a head start: a worker does the same work if this fails
         pass
 

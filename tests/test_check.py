@@ -179,6 +179,8 @@ def test_workers_are_reused_across_inputs_and_start_from_a_ready_parent():
     report = codeparse.check([str(ROOT / "fixtures" / "text" / "custom_model" / "script.code")], Policy())
     assert report.inputs[0].readable and checker._warmed
     assert grammar._load_by_id.cache_info().currsize >= 1
+    # The text it parses to get ready reads without a diagnostic (else it readies less).
+    assert codeparse.parse_text(checker._WARM_UP_TEXT, "code/__torch__.py", as_dict=True)["diagnostics"] == []
 
 
 def test_a_report_with_no_json_form_still_comes_back_from_its_worker(tmp_path):
