@@ -681,6 +681,10 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
         # workers are forked from this process once it is ready, so none starts cold.
         if not scan_only:
             warm_up()
+        if folder is not None:
+            from .cache import fingerprint
+
+            fingerprint()  # what names this codeparse in the cache folder: hashed once, not per worker
         tasks = [(path, policy, problem, stdin if path == "-" else None, scan_only, folder) for path, problem in inputs]
 
         received: dict[int, InputReport] = {}
