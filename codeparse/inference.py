@@ -63,6 +63,7 @@ _CUT = "…"  # ends a resolved condition cut at _MAX_RESOLVED characters
 _EMPTY: tuple[frozenset, frozenset] = (frozenset(), frozenset())
 _DEEP = 80  # memo entries on the stack (all functions together) before a visit is redone bottom-up
 _DEEP_CALLS = 8  # nested summaries before the callees are summarized bottom-up
+_MAX_ROUNDS = 64  # rounds of a cycle's fixpoint (results only grow; a few rounds settle it)
 
 
 _nesting = [0]  # memo entries being computed, in every Inference of the process
@@ -91,9 +92,12 @@ def _remark(found: frozenset, mark: Optional[str]) -> frozenset:
     return frozenset((ref, mark if nat != "runtime" else m, nat, typ) for ref, m, nat, typ in found)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scope:
-    """A block a statement sits in: the ``if``/loop that owns it, and which branch."""
+    """A block a statement sits in: the ``if``/loop that owns it, and which branch.
+
+    One object per block (compared and hashed by identity: a tuple of scopes is a cheap
+    memo key)."""
 
     kind: str  # "if", "for", "while", "with", "def"
     branch: str  # "then", "else", "body"
@@ -473,8 +477,17 @@ class Inference:
         self._paths: dict[str, Optional[str]] = {}
         self._types: dict[str, Optional[str]] = {}
         self._memo_results: dict = {}
-        self._on_stack: dict = {}
+        # Tarjan's strongly connected components over memo entries (see _memo).
+        self._index: dict = {}  # entry -> preorder number, while on the component stack
+        self._tstack: list = []  # entries of components not yet closed
+        self._provisional: dict = {}  # entry -> result so far, while its component is open
+        self._computers: dict = {}  # entry -> how to compute it, while its component is open
+        self._reread: set = set()  # entries read while open (a cycle goes through them)
+        self._count = 0
         self._low = 0
+        self._named_only = False  # rule 2's operand sources held back (a cycle settling)
+        self._control_scopes: dict[str, list] = {}
+        self._loop_keys: dict[tuple, Optional[tuple]] = {}  # scopes -> memo key of its loops
         self._prepared: set[str] = set()
         self._typed: set[str] = set()
         self._replacements: dict[tuple[str, int], Optional[str]] = {}  # (name, depth) -> resolved text
@@ -763,28 +776,100 @@ class Inference:
             self._memo(("def", id(d)), lambda d=d: self._visit_def(d))
 
     def _memo(self, key, compute):
-        memo = self._memo_results
-        if key in memo:
-            return memo[key]
-        stack = self._on_stack
-        if key in stack:
-            self._low = min(self._low, stack[key])
-            return _EMPTY
-        depth = len(stack)
+        """``compute()``, once per ``key``: memo entries are the nodes of a graph (an entry
+        reads the entries its computation reaches), walked depth-first with Tarjan's
+        low-link bookkeeping.  An entry read while its component is still open (a cycle of
+        definitions: a loop-carried value, a local reassigned in both branches of ifs)
+        gives its result so far; when the component closes, its entries are computed
+        again against each other's results until none changes (a fixpoint: results only
+        grow), then memoized together.  So every entry is computed once, plus a few rounds
+        per cycle, whatever the number of paths through it."""
+        found = self._memo_results.get(key)
+        if found is not None:
+            return found
+        index = self._index.get(key)
+        if index is not None:  # open: a cycle goes through it
+            if index < self._low:
+                self._low = index
+            self._reread.add(key)
+            return self._provisional.get(key, _EMPTY)
         if _nesting[0] > _DEEP:
             raise _TooDeep
-        stack[key] = depth
-        outer_low, self._low = self._low, depth
+        number = self._count
+        self._count += 1
+        self._index[key] = number
+        self._tstack.append(key)
+        self._computers[key] = compute
+        outer_low, self._low = self._low, number
         _nesting[0] += 1
         try:
             result = compute()
         finally:
             _nesting[0] -= 1
-            del stack[key]
-        if self._low >= depth:
-            memo[key] = result
-        self._low = min(outer_low, self._low)
+        low = self._low
+        if low >= number:
+            result = self._close(key, result)
+        else:
+            self._provisional[key] = result
+        self._low = min(outer_low, low)
         return result
+
+    def _close(self, root, result):
+        """Close the component rooted at ``root``: iterate it to a fixpoint if it holds a
+        cycle, memoize every entry, and return the root's result."""
+        stack = self._tstack
+        at = len(stack) - 1
+        while stack[at] is not root and stack[at] != root:
+            at -= 1
+        members = stack[at:]
+        provisional = self._provisional
+        if len(members) > 1 or root in self._reread:
+            # Rule 2's operand source ("nothing beneath is a named source") is no monotone
+            # function: read from a result still incomplete, it would keep itself alive
+            # around the cycle.  So the named sources settle first, from nothing; then the
+            # rule applies to those settled results.
+            saved = self._low, self._named_only
+            for key in members:
+                provisional[key] = _EMPTY
+            self._named_only = True
+            self._settle(at)
+            self._named_only = saved[1]
+            if not self._named_only:
+                self._settle(at)
+            self._low = saved[0]
+            members = stack[at:]
+            result = provisional[root]
+        memo, index, computers, reread = self._memo_results, self._index, self._computers, self._reread
+        for key in members:
+            memo[key] = provisional.pop(key, None) or (result if key == root else _EMPTY)
+            del index[key]
+            del computers[key]
+            reread.discard(key)
+        del stack[at:]
+        memo[root] = result
+        return result
+
+    def _settle(self, at: int) -> None:
+        """Compute the open entries from ``at`` on again until no result changes."""
+        stack, provisional, computers = self._tstack, self._provisional, self._computers
+        for _ in range(_MAX_ROUNDS):
+            changed = False
+            for key in reversed(stack[at:]):  # deepest first; entries first met here join
+                value = computers[key]()
+                if value != provisional.get(key):
+                    provisional[key] = value
+                    changed = True
+            if not changed:
+                return
+
+    def _reset(self) -> None:
+        """Forget the open components (a visit abandoned for the bottom-up walk)."""
+        self._index.clear()
+        self._tstack.clear()
+        self._provisional.clear()
+        self._computers.clear()
+        self._reread.clear()
+        self._low = 0
 
     def sources_of(self, node: Expr, scopes: tuple[Scope, ...]):
         """(sources, pins) of an expression: a depth-first visit, memoized; when a chain of
@@ -793,10 +878,9 @@ class Inference:
         try:
             return self._visit(node, scopes)
         except _TooDeep:
+            self._reset()
             if len(self.facts.active) > 1:
                 raise  # an outer caller warms up from the top
-            self._on_stack.clear()
-            self._low = 0
             for callee in self._callees_reached(node):
                 callee.warm()
             self._prepare(node)
@@ -866,7 +950,7 @@ class Inference:
                 return frozenset({(name, None, "argument", self.facts.params[name])}), frozenset()
             if not self.facts.defs.get(name):
                 return frozenset({(name, None, "unknown", None)}), frozenset()
-            return self._memo(("name", name, id(scopes)), lambda: self._visit_name(name, scopes))
+            return self._memo(("name", name, scopes), lambda: self._visit_name(name, scopes))
         if isinstance(node, Const):
             return _EMPTY
         if isinstance(node, Opaque):
@@ -892,30 +976,45 @@ class Inference:
 
     def _in_loops(self, result, scopes: tuple[Scope, ...]):
         """Rule 7: a value computed inside a loop depends on the loop's test or iterable."""
-        loops = [i for i, scope in enumerate(scopes) if scope.kind in ("for", "while")]
-        if not loops:
+        if not scopes:
             return result
-        key = ("loops", tuple(scopes[i].key for i in loops))
-        deps = self._memo_results.get(key)
-        if deps is None:
-            deps = _union([self._visit(self.tree(scopes[i].test), scopes[:i]) for i in loops])
-            if not self._on_stack:
-                self._memo_results[key] = deps
+        key = self._loop_keys.get(scopes, False)
+        if key is False:
+            loops = tuple(i for i, scope in enumerate(scopes) if scope.kind in ("for", "while"))
+            key = self._loop_keys[scopes] = ("loops", tuple(scopes[i].key for i in loops), loops) if loops else None
+        if key is None:
+            return result
+        deps = self._memo(key, lambda: _union([self._visit(self.tree(scopes[i].test), scopes[:i]) for i in key[2]]))
         return _union([result, deps]) if deps[0] else result
 
     def _visit_name(self, name: str, scopes: tuple[Scope, ...]):
         path = self.name_path(name)
         if path and path != self.facts.self_name:
             return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
-        parts = []
-        for d in self.facts.defs[name]:
-            parts.append(self._memo(("def", id(d)), lambda d=d: self._visit_def(d)))
-            # Control dependence: the ifs around the definition that do not also surround
-            # the use, and every loop around it (rule 7: the trip count decides it).
-            for scope in d.scopes:
-                if scope.kind in ("for", "while") or (scope.kind == "if" and scope not in scopes):
-                    parts.append(self._visit(self.tree(scope.test), d.scopes))
+        # What the definitions compute does not depend on the use: one entry per name.
+        parts = [self._memo(("defs", name), lambda: self._visit_defs(name))]
+        # Control dependence: the ifs around a definition that do not also surround the
+        # use, and every loop around it (rule 7: the trip count decides it).
+        for scope, def_scopes in self._controls(name):
+            if scope.kind != "if" or scope not in scopes:
+                parts.append(self._visit(self.tree(scope.test), def_scopes))
         return _union(parts)
+
+    def _visit_defs(self, name: str):
+        return _union([self._memo(("def", id(d)), lambda d=d: self._visit_def(d)) for d in self.facts.defs[name]])
+
+    def _controls(self, name: str) -> list[tuple[Scope, tuple[Scope, ...]]]:
+        """The ifs and loops around the definitions of ``name`` (each with the scopes of a
+        definition it encloses), once per distinct pair."""
+        found = self._control_scopes.get(name)
+        if found is None:
+            seen: dict = {}
+            for d in self.facts.defs[name]:
+                for scope in d.scopes:
+                    if scope.kind in ("if", "for", "while"):
+                        seen.setdefault((scope, d.scopes), None)
+            found = self._control_scopes[name] = list(seen)
+        return found
 
     def _visit_def(self, d: Definition):
         if d.value is None:
@@ -1079,7 +1178,7 @@ class Inference:
                     pins.add((ref, "Tensor"))
         found, inner_pins = _union([self._visit(a, scopes) for a in operands])
         if mark:
-            if not found and mark in _VALUE_MARKS and args:
+            if not found and mark in _VALUE_MARKS and args and not self._named_only:
                 # Rule 2: the operator reads a Tensor that no named source produced.
                 operand = self.resolved(args[0])[:_MAX_REF]
                 found = frozenset({(operand, mark, "unknown", "Tensor")})

@@ -133,6 +133,19 @@ def test_rules7_8_loop_counters_and_the_nearest_mark():
     ]
 
 
+def test_loop_carried_values_settle_to_one_answer_whatever_is_asked_first():
+    # `x0` is carried around the `while` loop (`x0 = x`, then `x0 = x1 = sin(x0)`): a cycle
+    # of definitions.  Its fixpoint has `x` beneath the `gt`, so the operand text is no
+    # source (rule 2), and the loop test, asked after the `if`, gives the same answer.
+    expected = ("tensor_value", [("x", "tensor_value", "Tensor")])
+    fn = _forward("diff_loop_break")
+    assert _summary(fn) == [expected]
+    loop = fn.loops[0].condition
+    assert (loop.kind, [(s.ref, s.kind, s.type) for s in loop.sources]) == expected
+    archived = _archive_forward("diff_loop_break", "LoopBreak")
+    assert _summary(archived) == [expected]
+
+
 def test_rule9_findings_carry_structured_sources(tmp_path):
     from codeparse.check import check
     from codeparse.models import Policy
