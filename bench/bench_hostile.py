@@ -74,7 +74,7 @@ def model_json(attrs: int, reads: int, folder: Path):
 def rows(folder: Path):
     parens = "def f(x: Tensor) -> Tensor:\n  if bool({}x{}):\n    pass\n  else:\n    pass\n  return x\n"
     lines = "def f(x: Tensor) -> Tensor:\n{}  return x\n"
-    yield "if/else blocks reassigning one local", 20, lambda n: parse(ifelse_blocks(n))
+    yield "if/else blocks reassigning one local", 400, lambda n: parse(ifelse_blocks(n))
     yield "doubling temporaries `_k = add(_k-1, _k-1)`", 22, lambda n: parse(temporaries(n, doubling=True))
     yield "chained temporaries feeding an if", 2000, lambda n: parse(temporaries(n, doubling=False))
     yield "parentheses n deep in a condition", 2000, lambda n: parse(parens.format("(" * n, ")" * n))
