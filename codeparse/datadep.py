@@ -80,10 +80,19 @@ class FunctionDataDependence:
         self.inf = inference
         self.table = export_table()
         self._memo: dict[int, Optional[frozenset]] = {}
+        self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
+        self._assigns: dict[str, list] = {}  # name -> its assignments with a value
 
     # -- helpers -------------------------------------------------------------
     def _op(self, node: CallExpr) -> tuple[str, Optional[str]]:
         """``("operator", "nonzero")``, ``("function", qualified)``, ``("intrinsic", name)``..."""
+        key = (node.start, node.end)  # the same text: the same answer, within one function
+        found = self._ops.get(key)
+        if found is None:
+            found = self._ops[key] = self._find_op(node)
+        return found
+
+    def _find_op(self, node: CallExpr) -> tuple[str, Optional[str]]:
         method = self.inf._method_operator(node)
         if method is not None:
             return "operator", method.rpartition(":")[2]
@@ -93,9 +102,14 @@ class FunctionDataDependence:
         return kind, target
 
     def _defs(self, name: str) -> list:
-        if name in self.inf.facts.params:
-            return []
-        return [d for d in self.inf.facts.defs.get(name, ()) if d.kind == "assign" and d.value is not None]
+        found = self._assigns.get(name)
+        if found is None:
+            if name in self.inf.facts.params:
+                found = []
+            else:
+                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind == "assign" and d.value is not None]
+            self._assigns[name] = found
+        return found
 
     def _is_tensor_operand(self, node: Expr) -> bool:
         if isinstance(node, Const):

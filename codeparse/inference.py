@@ -78,11 +78,16 @@ _VALUE_MARKS = ("tensor_value", "tensor_shape")
 
 
 def _union(results: list) -> tuple[frozenset, frozenset]:
-    if not results:
+    """One (sources, pins) of several; most parts are empty, and one part is its own union."""
+    parts = [r for r in results if r[0] or r[1]]
+    if not parts:
         return _EMPTY
-    if len(results) == 1:
-        return results[0]
-    return (frozenset().union(*(r[0] for r in results)), frozenset().union(*(r[1] for r in results)))
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    if all(r == first for r in parts):
+        return first
+    return (frozenset().union(*(r[0] for r in parts)), frozenset().union(*(r[1] for r in parts)))
 
 
 def _remark(found: frozenset, mark: Optional[str]) -> frozenset:
@@ -173,9 +178,18 @@ class Semantics:
         self.runtime_functions = frozenset(cond["runtime_functions"])
         self.runtime_copies = frozenset(cond["runtime_function_copies"])
         self.mutators = frozenset(cond["list_mutators"])
+        self._operators: dict[str, Optional[str]] = {}  # callee -> operator, as found
+        self._marks: dict[str, Optional[str]] = {}  # operator -> mark, as found
+        self._facts: dict[str, tuple] = {}  # operator -> operator_facts, as found
 
     def operator(self, callee: str) -> Optional[str]:
         """``torch.conv2d`` -> ``aten::conv2d``; ``ops.prim.dtype`` -> ``prim::dtype``."""
+        found = self._operators.get(callee, False)
+        if found is False:
+            found = self._operators[callee] = self._operator(callee)
+        return found
+
+    def _operator(self, callee: str) -> Optional[str]:
         if "." not in callee:
             return self.builtins.get(callee)
         if callee.startswith(self.ops_root + "."):
@@ -199,6 +213,30 @@ class Semantics:
 
     def mark(self, target: str) -> Optional[str]:
         """The condition kind an operator (``aten::size``) marks its operands with."""
+        found = self._marks.get(target, False)
+        if found is False:
+            found = self._marks[target] = self._mark(target)
+        return found
+
+    def operator_facts(self, target: str) -> tuple[Optional[str], str, Optional[str]]:
+        """(mark, operator name, role) of an operator: the role is ``tensor_only`` (it marks
+        only a Tensor operand), ``conversion`` (an ``aten`` conversion: the same), or
+        ``comparison`` (unmarked: a literal operand pins the other's type), else None."""
+        found = self._facts.get(target)
+        if found is None:
+            mark = self.mark(target)
+            name = target.rpartition(":")[2]
+            role = None
+            if name in self.tensor_only:
+                role = "tensor_only"
+            elif name in self.conversions and target.startswith("aten::"):
+                role = "conversion"
+            elif mark is None and target in self.comparisons:
+                role = "comparison"
+            found = self._facts[target] = (mark, name, role)
+        return found
+
+    def _mark(self, target: str) -> Optional[str]:
         ns, _, op_name = target.rpartition(":")
         ns = ns.rstrip(":")
         if self.is_runtime_op(op_name):
@@ -487,6 +525,9 @@ class Inference:
         self._low = 0
         self._named_only = False  # rule 2's operand sources held back (a cycle settling)
         self._control_scopes: dict[str, list] = {}
+        self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
+        self._locals: dict[tuple[int, int], bool] = {}
+        self._tensors: dict[tuple[int, int], bool] = {}  # expression span -> is it a Tensor  # `a.f` span -> is `a` a local receiver
         self._loop_keys: dict[tuple, Optional[tuple]] = {}  # scopes -> memo key of its loops
         self._prepared: set[str] = set()
         self._typed: set[str] = set()
@@ -555,6 +596,13 @@ class Inference:
 
     def callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
         """Kind and qualified target of a callee: ("operator", "aten::eq"), ("function", ...)."""
+        key = (node.start, node.end)  # the same text: the same answer, within one function
+        found = self._targets.get(key)
+        if found is None:
+            found = self._targets[key] = self._callee_target(node)
+        return found
+
+    def _callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
         text = dotted(node)
         if text is None:
             return "function", None
@@ -702,9 +750,13 @@ class Inference:
         return isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "range"
 
     def _is_tensor(self, node: Expr) -> bool:
-        self._warm_types(node)
-        typ = self.expr_type(node)
-        return typ is not None and typ in self.sem.tensor_types
+        key = (node.start, node.end)  # the same text: the same answer, within one function
+        found = self._tensors.get(key)
+        if found is None:
+            self._warm_types(node)
+            typ = self.expr_type(node)
+            found = self._tensors[key] = typ is not None and typ in self.sem.tensor_types
+        return found
 
     # -- conditions ------------------------------------------------------------
     # A visit returns the sources beneath a node as a set of
@@ -808,7 +860,14 @@ class Inference:
             _nesting[0] -= 1
         low = self._low
         if low >= number:
-            result = self._close(key, result)
+            stack = self._tstack
+            if stack[-1] is key and key not in self._reread:  # no cycle through it: done
+                stack.pop()
+                del self._index[key]
+                del self._computers[key]
+                self._memo_results[key] = result
+            else:
+                result = self._close(key, result)
         else:
             self._provisional[key] = result
         self._low = min(outer_low, low)
@@ -942,7 +1001,14 @@ class Inference:
     def _visit(self, node: Expr, scopes: tuple[Scope, ...]):
         """(sources, pins) beneath ``node``, used at ``scopes``."""
         sem = self.sem
-        if isinstance(node, Name):
+        kind = type(node)
+        if kind is CallExpr:
+            result = self._visit_call(node, scopes)
+            func = node.func
+            if type(func) is Name and func.id in sem.intrinsics and func.id != "getattr":
+                return result  # `annotate(T, v)`, `range(n)`: no computation of their own
+            return self._in_loops(result, scopes) if scopes else result
+        if kind is Name:
             name = node.id
             if name in sem.literals or name == self.facts.self_name:
                 return _EMPTY
@@ -950,8 +1016,12 @@ class Inference:
                 return frozenset({(name, None, "argument", self.facts.params[name])}), frozenset()
             if not self.facts.defs.get(name):
                 return frozenset({(name, None, "unknown", None)}), frozenset()
-            return self._memo(("name", name, scopes), lambda: self._visit_name(name, scopes))
-        if isinstance(node, Const):
+            key = ("name", name, scopes)
+            found = self._memo_results.get(key)
+            if found is not None:
+                return found
+            return self._memo(key, lambda: self._visit_name(name, scopes))
+        if kind is Const:
             return _EMPTY
         if isinstance(node, Opaque):
             return frozenset({(self.text[node.start:node.end][:_MAX_REF], None, "unknown", None)}), frozenset()
@@ -967,11 +1037,6 @@ class Inference:
             return self._in_loops(self._visit(node.value, scopes), scopes)
         if isinstance(node, (Index, Seq)):
             return self._in_loops(_union([self._visit(child, scopes) for child in node.children()]), scopes)
-        if isinstance(node, CallExpr):
-            result = self._visit_call(node, scopes)
-            if isinstance(node.func, Name) and node.func.id in sem.intrinsics and node.func.id != "getattr":
-                return result  # `annotate(T, v)`, `range(n)`: no computation of their own
-            return self._in_loops(result, scopes)
         return _EMPTY
 
     def _in_loops(self, result, scopes: tuple[Scope, ...]):
@@ -1039,16 +1104,21 @@ class Inference:
 
     def _local_receiver(self, func: Attr) -> Optional[Expr]:
         """Rule 6: the receiver of ``name.method`` when ``name`` is a local or parameter."""
+        key = (func.start, func.end)  # the same text: the same answer, within one function
+        local = self._locals.get(key)
+        if local is None:
+            local = self._locals[key] = self._is_local_receiver(func)
+        return func.value if local else None
+
+    def _is_local_receiver(self, func: Attr) -> bool:
         text = dotted(func)
         if text is None:
-            return func.value  # `(receiver).method`
+            return True  # `(receiver).method`
         root = text.partition(".")[0]
         sem = self.sem
         if root in ("torch", sem.ops_root, sem.root, sem.constants_object) or text in sem.intrinsics:
-            return None
-        if root in self.facts.params or root in self.facts.defs:
-            return func.value
-        return None
+            return False
+        return root in self.facts.params or root in self.facts.defs
 
     def _callee_of(self, node: CallExpr) -> Optional[Callee]:
         """The callee of a call whose body is available (rule 3), if any."""
@@ -1105,9 +1175,9 @@ class Inference:
         sem = self.sem
         func = node.func
         args = node.args
-        operands = [*args, *(v for _, v in node.keywords)]
+        operands = args + [v for _, v in node.keywords] if node.keywords else args
         # `(receiver).method(...)` and `name.method(...)` on a local: method calls.
-        if isinstance(func, Attr):
+        if type(func) is Attr:
             receiver = self._local_receiver(func)
             if receiver is not None:
                 return self._visit_method(node, receiver, operands, scopes)
@@ -1156,26 +1226,23 @@ class Inference:
         return _union(parts)
 
     def _visit_operator(self, node: CallExpr, target: Optional[str], operands: list, scopes, args: list):
-        sem = self.sem
-        mark = sem.mark(target) if target else None
+        mark, name, role = self.sem.operator_facts(target) if target else (None, "", None)
         if mark == "runtime":
             text = dotted(node.func) or target
-            name = target.rpartition(":")[2]
             typ = "bool" if name.startswith(("is_", "has_", "are_", "_is_")) else None
             return frozenset({(text, None, "runtime", typ)}), frozenset()
         pins: set[tuple[str, str]] = set()
-        name = target.rpartition(":")[2] if target else ""
-        if target:
-            if name in sem.tensor_only:
+        if role is not None:
+            if role == "tensor_only":
                 mark = "tensor_shape" if (args and self._is_tensor(args[0])) else None
-            elif name in sem.conversions and target.startswith("aten::"):
+            elif role == "conversion":
                 mark = "tensor_value" if (args and self._is_tensor(args[0])) else None
-            elif mark is None and target in sem.comparisons and len(args) == 2:
+            elif len(args) == 2:  # a comparison
                 pins.update(self._pins(args))
-            if mark in _VALUE_MARKS and args:
-                ref, declared = self._ref_type(args[0])
-                if ref and not declared:
-                    pins.add((ref, "Tensor"))
+        if mark in _VALUE_MARKS and args:
+            ref, declared = self._ref_type(args[0])
+            if ref and not declared:
+                pins.add((ref, "Tensor"))
         found, inner_pins = _union([self._visit(a, scopes) for a in operands])
         if mark:
             if not found and mark in _VALUE_MARKS and args and not self._named_only:
