@@ -527,7 +527,8 @@ class Inference:
         self._control_scopes: dict[str, list] = {}
         self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
         self._locals: dict[tuple[int, int], bool] = {}
-        self._tensors: dict[tuple[int, int], bool] = {}  # expression span -> is it a Tensor  # `a.f` span -> is `a` a local receiver
+        self._tensors: dict[tuple[int, int], bool] = {}
+        self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order  # expression span -> is it a Tensor  # `a.f` span -> is `a` a local receiver
         self._loop_keys: dict[tuple, Optional[tuple]] = {}  # scopes -> memo key of its loops
         self._prepared: set[str] = set()
         self._typed: set[str] = set()
@@ -727,7 +728,7 @@ class Inference:
         """Type the names ``node`` depends on first to last in the text (an iterative walk),
         so that a chain of thousands of temporaries is typed one link at a time."""
         defs = self.facts.defs
-        todo = [n.id for n in walk(node) if isinstance(n, Name)]
+        todo = [n.id for n in self._names(node)]
         found: list[tuple[int, str]] = []
         while todo:
             name = todo.pop()
@@ -740,11 +741,19 @@ class Inference:
                     continue
                 first = d.start if first is None else min(first, d.start)
                 if not d.annotation:
-                    todo.extend(n.id for n in walk(self.tree(d.value)) if isinstance(n, Name))
+                    todo.extend(n.id for n in self._names(self.tree(d.value)))
             if first is not None:
                 found.append((first, name))
         for _, name in sorted(found):
             self.name_type(name)
+
+    def _names(self, node: Expr) -> list[Name]:
+        """The names in an expression, in textual order (remembered per span)."""
+        key = (node.start, node.end)
+        names = self._names_in.get(key)
+        if names is None:
+            names = self._names_in[key] = sorted((n for n in walk(node) if type(n) is Name), key=_start)
+        return names
 
     def _is_range(self, node: Expr) -> bool:
         return isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "range"
@@ -808,7 +817,7 @@ class Inference:
         recursion stays as shallow as one expression, however long the chain.
         """
         defs = self.facts.defs
-        todo = [n.id for n in walk(node) if isinstance(n, Name)]
+        todo = [n.id for n in self._names(node)]
         pending: list[Definition] = []
         while todo:
             name = todo.pop()
@@ -819,10 +828,10 @@ class Inference:
                 if d.value is None:
                     continue
                 pending.append(d)
-                todo.extend(n.id for n in walk(self.tree(d.value)) if isinstance(n, Name))
+                todo.extend(n.id for n in self._names(self.tree(d.value)))
                 for scope in d.scopes:
                     if scope.kind in ("if", "for", "while"):
-                        todo.extend(n.id for n in walk(self.tree(scope.test)) if isinstance(n, Name))
+                        todo.extend(n.id for n in self._names(self.tree(scope.test)))
         pending.sort(key=lambda d: d.start)
         for d in pending:
             self._memo(("def", id(d)), lambda d=d: self._visit_def(d))
@@ -961,7 +970,7 @@ class Inference:
         (an iterative walk)."""
         defs = self.facts.defs
         trees = [node]
-        todo = [n.id for n in walk(node) if isinstance(n, Name)]
+        todo = [n.id for n in self._names(node)]
         seen: set[str] = set()
         while todo:
             name = todo.pop()
@@ -974,7 +983,7 @@ class Inference:
                 for span in spans:
                     tree = self.tree(span)
                     trees.append(tree)
-                    todo.extend(n.id for n in walk(tree) if isinstance(n, Name))
+                    todo.extend(n.id for n in self._names(tree))
         return trees
 
     def _ref_type(self, node: Expr, depth: int = 0) -> tuple[Optional[str], Optional[str]]:
@@ -1296,8 +1305,7 @@ class Inference:
         text = self.text
         pieces: list[str] = []
         pos = node.start
-        names = sorted((n for n in walk(node) if isinstance(n, Name)), key=lambda n: n.start)
-        for n in names:
+        for n in self._names(node):
             replacement = self._replacement(n, depth, active)
             if replacement is None:
                 continue
@@ -1336,6 +1344,10 @@ class Inference:
         if len(out) > _MAX_RESOLVED:
             return None
         return out
+
+
+def _start(node: Expr) -> int:
+    return node.start
 
 
 def _joined(base: Optional[str], attr: str) -> Optional[str]:

@@ -1,0 +1,135 @@
+"""What condition inference costs on the parse path, before/after in one run: python bench/bench_inference.py
+
+Over the inputs of ``bench/bench_parse.py`` (every fixture text and archive code file),
+each side in its own process, alternating, CPU time (``time.process_time``), best of
+``--rounds``:
+
+* ``ast.parse`` over the same texts (the baseline every parse figure is a ratio of);
+* ``parse_file(..., as_dict=True)`` plus reading every if's kind and sources and every
+  call (``bench_parse.read_dict``);
+* within that, the CPU time spent answering conditions: ``Extractor._condition`` timed
+  around each call (the verdict of every ``if`` and loop: sources, resolved text, none
+  check, data-dependent shape), its share of the dict path, and its cost per condition.
+
+``--before REV`` (default ``main``) is exported with ``git archive`` and measured the same
+way.  The machine is shared: read the ratios of one run, not the absolute times.  Writes
+``bench/results-inference.md`` unless ``--no-write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import ast, json, sys, time
+root, data, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, root)
+sys.path.insert(1, data + "/bench")
+import codeparse
+from codeparse import extract
+from bench_parse import corpus, read_dict
+files = corpus()
+texts = [f.read_text(encoding="utf-8") for f in files]
+clock = time.process_time
+spent = [0.0, 0]
+answer = extract.Extractor._condition
+def timed(*args):
+    start = clock()
+    try:
+        return answer(*args)
+    finally:
+        spent[0] += clock() - start
+        spent[1] += 1
+extract.Extractor._condition = timed
+for f in files:
+    codeparse.parse_file(f, as_dict=True)
+best = None
+for _ in range(rounds):
+    start = clock(); [ast.parse(t) for t in texts]; t_ast = clock() - start
+    spent[:] = [0.0, 0]
+    start = clock(); [read_dict(codeparse.parse_file(f, as_dict=True)) for f in files]; t_dict = clock() - start
+    if best is None or t_dict < best["dict"]:
+        best = {"ast": t_ast, "dict": t_dict, "conditions": spent[0], "count": spent[1]}
+best["bytes"] = sum(len(t.encode()) for t in texts)
+print(json.dumps(best))
+"""
+
+
+def export(rev: str, dest: Path) -> None:
+    data = subprocess.run(["git", "archive", rev, "codeparse", "grammars"], cwd=ROOT, check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def run(root: Path, rounds: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(root), str(ROOT), str(rounds)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="main", help="git revision to compare with (default: main)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per process")
+    parser.add_argument("--repeat", type=int, default=3, help="processes per side, alternating")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    rev = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    sides: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        export(args.before, Path(tmp))
+        for _ in range(args.repeat):
+            for name, root in (("before", Path(tmp)), ("after", ROOT)):
+                r = run(root, args.rounds)
+                if name not in sides or r["dict"] < sides[name]["dict"]:
+                    sides[name] = r
+                print(f"{name}: {json.dumps(r)}", file=sys.stderr)
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Benchmark: what condition inference costs on the parse path",
+        "",
+        f"`python bench/bench_inference.py` on {when}; CPython {platform.python_version()}, {os.cpu_count()} cores, "
+        f"{platform.machine()}, a machine shared with other jobs; before = `{rev}`, after = this checkout; "
+        f"CPU time, best of {args.rounds} rounds in each of {args.repeat} alternating processes per side.  "
+        "Inputs: the fixture corpus of `bench/bench_parse.py`; the dict path is `parse_file(..., as_dict=True)` "
+        "plus reading every if's kind and sources and every call; *conditions* is the CPU time spent answering "
+        "the conditions of every `if` and loop (sources, resolved text, none check, data-dependent shape).",
+        "",
+        "| side | `ast.parse` | dict path | speed vs `ast.parse` | conditions | share of the dict path "
+        "| per condition |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in ("before", "after"):
+        r = sides[name]
+        lines.append(f"| {name} | {r['ast'] * 1000:.0f} ms | {r['dict'] * 1000:.0f} ms | {r['ast'] / r['dict']:.2f}× "
+                     f"| {r['conditions'] * 1000:.0f} ms ({r['count']}) | {r['conditions'] / r['dict']:.0%} "
+                     f"| {r['conditions'] / r['count'] * 1e6:.0f} µs |")
+    b, a = sides["before"], sides["after"]
+    lines += ["", f"Conditions after / before: **{a['conditions'] / b['conditions']:.2f}×** the CPU time "
+                  f"(each side against its own `ast.parse` run: "
+                  f"{(a['conditions'] / a['ast']) / (b['conditions'] / b['ast']):.2f}×)."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_write:
+        (ROOT / "bench" / "results-inference.md").write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
