@@ -84,9 +84,6 @@ def _union(results: list) -> tuple[frozenset, frozenset]:
         return _EMPTY
     if len(parts) == 1:
         return parts[0]
-    first = parts[0]
-    if all(r == first for r in parts):
-        return first
     return (frozenset().union(*(r[0] for r in parts)), frozenset().union(*(r[1] for r in parts)))
 
 
@@ -1071,7 +1068,11 @@ class Inference:
         # use, and every loop around it (rule 7: the trip count decides it).
         for scope, def_scopes in self._controls(name):
             if scope.kind != "if" or scope not in scopes:
-                parts.append(self._visit(self.tree(scope.test), def_scopes))
+                key = ("test", scope, def_scopes)
+                found = self._memo_results.get(key)
+                if found is None:
+                    found = self._memo(key, lambda s=scope, d=def_scopes: self._visit(self.tree(s.test), d))
+                parts.append(found)
         return _union(parts)
 
     def _visit_defs(self, name: str):
