@@ -864,6 +864,8 @@ class Inference:
             result = compute()
         finally:
             _nesting[0] -= 1
+        if self._index.get(key) != number:
+            return result  # the open components were reset beneath (a nested bottom-up redo)
         low = self._low
         if low >= number:
             stack = self._tstack

@@ -604,6 +604,21 @@ def test_five_if_else_blocks_reassigning_one_local():
     assert seconds < CPU_BOUND
 
 
+def test_if_else_blocks_compute_each_definition_a_bounded_number_of_times(monkeypatch):
+    # The count behind the doubling ratio, without a clock: 200 blocks hold 601 definitions
+    # (`a = 1`, 200 of `a = a0`, 400 of `a0 = ...`), one cycle of definitions; each is
+    # computed once, then in the rounds that settle the cycle (5 in all).  Per path through
+    # the blocks, as before, it would be 2**200.
+    from codeparse.inference import Inference
+
+    computed = []
+    visit_def = Inference._visit_def
+    monkeypatch.setattr(Inference, "_visit_def", lambda self, d: computed.append(d) or visit_def(self, d))
+    if_ = last_if(ifelse_blocks(200))
+    assert [s.ref for s in if_.condition.sources] == ["c"]
+    assert len({id(d) for d in computed}) == 601 and len(computed) <= 6 * 601
+
+
 def test_twenty_two_doubling_temporaries():
     text = temporaries(22, doubling=True)
     assert len(text.encode()) < 800
