@@ -831,10 +831,10 @@ class Inference:
                         todo.extend(n.id for n in self._names(self.tree(scope.test)))
         pending.sort(key=lambda d: d.start)
         for d in pending:
-            self._memo(("def", id(d)), lambda d=d: self._visit_def(d))
+            self._memo(("def", id(d)), self._visit_def, d)
 
-    def _memo(self, key, compute):
-        """``compute()``, once per ``key``: memo entries are the nodes of a graph (an entry
+    def _memo(self, key, compute, *args):
+        """``compute(*args)``, once per ``key``: memo entries are the nodes of a graph (an entry
         reads the entries its computation reaches), walked depth-first with Tarjan's
         low-link bookkeeping.  An entry read while its component is still open (a cycle of
         definitions: a loop-carried value, a local reassigned in both branches of ifs)
@@ -857,11 +857,11 @@ class Inference:
         self._count += 1
         self._index[key] = number
         self._tstack.append(key)
-        self._computers[key] = compute
+        self._computers[key] = (compute, args)
         outer_low, self._low = self._low, number
         _nesting[0] += 1
         try:
-            result = compute()
+            result = compute(*args)
         finally:
             _nesting[0] -= 1
         if self._index.get(key) != number:
@@ -922,7 +922,8 @@ class Inference:
         for _ in range(_MAX_ROUNDS):
             changed = False
             for key in reversed(stack[at:]):  # deepest first; entries first met here join
-                value = computers[key]()
+                compute, args = computers[key]
+                value = compute(*args)
                 if value != provisional.get(key):
                     provisional[key] = value
                     changed = True
@@ -1028,7 +1029,7 @@ class Inference:
             found = self._memo_results.get(key)
             if found is not None:
                 return found
-            return self._memo(key, lambda: self._visit_name(name, scopes))
+            return self._memo(key, self._visit_name, name, scopes)
         if kind is Const:
             return _EMPTY
         if isinstance(node, Opaque):
@@ -1057,7 +1058,7 @@ class Inference:
             key = self._loop_keys[scopes] = ("loops", tuple(scopes[i].key for i in loops), loops) if loops else None
         if key is None:
             return result
-        deps = self._memo(key, lambda: _union([self._visit(self.tree(scopes[i].test), scopes[:i]) for i in key[2]]))
+        deps = self._memo(key, self._visit_loops, scopes, key[2])
         return _union([result, deps]) if deps[0] else result
 
     def _visit_name(self, name: str, scopes: tuple[Scope, ...]):
@@ -1065,7 +1066,8 @@ class Inference:
         if path and path != self.facts.self_name:
             return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
         # What the definitions compute does not depend on the use: one entry per name.
-        parts = [self._memo(("defs", name), lambda: self._visit_defs(name))]
+        defs = self._memo_results.get(("defs", name))
+        parts = [defs if defs is not None else self._memo(("defs", name), self._visit_defs, name)]
         # Control dependence: the ifs around a definition that do not also surround the
         # use, and every loop around it (rule 7: the trip count decides it).
         for scope, def_scopes in self._controls(name):
@@ -1073,12 +1075,24 @@ class Inference:
                 key = ("test", scope, def_scopes)
                 found = self._memo_results.get(key)
                 if found is None:
-                    found = self._memo(key, lambda s=scope, d=def_scopes: self._visit(self.tree(s.test), d))
+                    found = self._memo(key, self._visit_test, scope, def_scopes)
                 parts.append(found)
         return _union(parts)
 
     def _visit_defs(self, name: str):
-        return _union([self._memo(("def", id(d)), lambda d=d: self._visit_def(d)) for d in self.facts.defs[name]])
+        memo = self._memo_results
+        parts = []
+        for d in self.facts.defs[name]:
+            key = ("def", id(d))
+            found = memo.get(key)
+            parts.append(found if found is not None else self._memo(key, self._visit_def, d))
+        return _union(parts)
+
+    def _visit_test(self, scope: Scope, scopes: tuple[Scope, ...]):
+        return self._visit(self.tree(scope.test), scopes)
+
+    def _visit_loops(self, scopes: tuple[Scope, ...], loops: tuple[int, ...]):
+        return _union([self._visit(self.tree(scopes[i].test), scopes[:i]) for i in loops])
 
     def _controls(self, name: str) -> list[tuple[Scope, tuple[Scope, ...]]]:
         """The ifs and loops around the definitions of ``name`` (each with the scopes of a
