@@ -111,7 +111,7 @@ def retained(fn) -> tuple[object, int]:
 
 
 NOTE = """\
-## Issue 12: which targets hold
+## Which targets hold
 
 Met: **linear time** (per-byte cost at 8× within 1.5× of 1× for `parse_text`, `check`
 and `ops`; before the endpos bound the same benchmark gave 3.99×, 3.98× and 3.54×, in a
@@ -146,6 +146,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15, help="process runs for start-up")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     sys.path.insert(0, str(ROOT))
     import codeparse
@@ -221,8 +222,9 @@ def main() -> int:
         f"`python bench/bench_parse.py` on {stamp}; {platform.python_implementation()} "
         f"{platform.python_version()}, {os.cpu_count()} cores, {platform.machine()}.  CPU time, best of "
         f"{args.rounds} rounds in process; child-process CPU best of 3; start-up the median of {args.runs} "
-        "wall-clock runs.  **The machine is shared and loaded** (seven developers on 2 cores): absolute "
-        "figures move from run to run by 2× and more; the ratios compare figures of this one run.",
+        f"wall-clock runs.  Load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: on a "
+        "shared machine absolute figures move from run to run by 2× and more; the ratios compare "
+        "figures of this one run.",
         "",
         "| measure | value |",
         "|---|---|",
