@@ -293,8 +293,8 @@ def main() -> int:
         "# Benchmark: `codeparse check` against `torch.jit.load` + walking the code",
         "",
         f"`python bench/bench_check.py` on {when}; CPython {platform.python_version()}, torch {torch.__version__}, "
-        f"{os.cpu_count()} cores, {platform.machine()}. **The machine is shared and loaded** (load average "
-        f"{load[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} cores): all figures are CPU time "
+        f"{os.cpu_count()} cores, {platform.machine()}. Load average "
+        f"{load[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} cores: all figures are CPU time "
         "(user + system), and every ratio is against torch in the same run. In process: best of "
         f"{args.rounds} rounds, imports excluded, the CPU time of `check`'s worker process included; "
         "no worker process: the inputs read in the calling process, without the per-input budget; process to "
@@ -351,7 +351,7 @@ def main() -> int:
         lines += [
             "",
             f"One machine or a cluster: wall time of `codeparse check --format jsonl` over the zoo ({len(zoo)} "
-            "archives), cold, as processes, on this loaded 2-core machine:",
+            f"archives), cold, as processes, on this {os.cpu_count()}-core machine:",
             "",
             "| how | wall time |",
             "|---|---|",

@@ -14,6 +14,7 @@ The machine is shared: report the ratios of one run, not the absolute times.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import sys
 import tempfile
@@ -94,9 +95,10 @@ def main(argv: list[str]) -> int:
             out.append(f"| {title} | {n} | {small:.3f} | {large:.3f} | {large / max(small, 1e-6):.2f} |")
             print(out[-1], flush=True)
     if "--write" in argv:
-        text = ("# Doubling benchmark of the hostile shapes (issue 15)\n\n"
-                "`PYTHONPATH=. python bench/bench_hostile.py --write`; CPU time, best of 3, on a shared "
-                "2-core machine under load (read the ratios, not the times): about 2 is linear.\n\n"
+        text = ("# Doubling benchmark of the hostile shapes\n\n"
+                "`PYTHONPATH=. python bench/bench_hostile.py --write`; CPU time, best of 3, "
+                f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end (read the ratios, "
+                "not the times): about 2 is linear.\n\n"
                 + "\n".join(out) + "\n")
         (ROOT / "bench" / "results-hostile.md").write_text(text)
     return 0
