@@ -1,7 +1,7 @@
-"""Doubling benchmark for the former quadratic and exponential paths of issue 15.
+"""Doubling benchmark for the former quadratic and exponential paths of hostile inputs.
 
-For each hostile shape, CPU time (best of 3, ``time.process_time``) at size n and 2n, and
-the ratio: about 2 is linear, 4 quadratic, and an exponential shape shows a ratio in the
+For each hostile shape, CPU time (best of 3, ``_timing.cpu_best``: this process and the
+workers it waited for) at size n and 2n, and the ratio: about 2 is linear, 4 quadratic, and an exponential shape shows a ratio in the
 thousands.  Inputs are generated here (the same generators as ``tests/test_hostile.py``).
 Run from the repository root::
 
@@ -18,7 +18,6 @@ import os
 import pickle
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,14 +28,7 @@ from codeparse.legacy import read_bytecode  # noqa: E402
 from test_archive_bad import raw_zip, stored  # noqa: E402
 from test_hostile import attribute_chain, ifelse_blocks, temporaries  # noqa: E402
 
-
-def best(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
+from _timing import cpu_best  # noqa: E402 - bench/ is on sys.path when run as a script
 
 
 def parse(text: str):
@@ -90,8 +82,8 @@ def main(argv: list[str]) -> int:
     out = ["| shape | n | CPU s at n | CPU s at 2n | ratio |", "|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         for title, n, make in rows(Path(tmp)):
-            small = best(make(n))
-            large = best(make(2 * n))
+            small = cpu_best(3, make(n))
+            large = cpu_best(3, make(2 * n))
             out.append(f"| {title} | {n} | {small:.3f} | {large:.3f} | {large / max(small, 1e-6):.2f} |")
             print(out[-1], flush=True)
     if "--write" in argv:
