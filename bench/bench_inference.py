@@ -111,7 +111,7 @@ def main() -> int:
         "# Benchmark: what condition inference costs on the parse path",
         "",
         f"`python bench/bench_inference.py` on {when}; CPython {platform.python_version()}, {os.cpu_count()} cores, "
-        f"{platform.machine()}, a machine shared with other jobs; before = `{rev}`, after = this checkout; "
+        f"{platform.machine()}, load average {os.getloadavg()[0]:.1f} at the end; before = `{rev}`, after = this checkout; "
         f"CPU time; {args.rounds} rounds in each of {args.repeat} alternating processes per side, each round timing "
         "`ast.parse` and the dict path back to back; the table shows each side's median round (by dict path over "
         "`ast.parse`).  "
