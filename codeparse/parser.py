@@ -261,14 +261,14 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 # The first rule that can match; a rule classified by a looser pattern
                 # may still fail, and then the rules after it are tried in order.
                 rules = master.rules
-                rule = rules[first]
-                m = fast.get(rule) or fast.setdefault(rule, rule.fast)
-                m = m.match(text, indent_end, stop)
-                index = first + 1
-                while m is None and index < len(rules):
+                for index in range(first, len(rules)):
                     rule = rules[index]
-                    m = (fast.get(rule) or fast.setdefault(rule, rule.fast)).match(text, indent_end, stop)
-                    index += 1
+                    pattern = fast.get(rule)
+                    if pattern is None:
+                        pattern = fast[rule] = rule.fast
+                    m = pattern.match(text, indent_end, stop)
+                    if m is not None:
+                        break
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:
