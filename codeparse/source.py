@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from .plain import record
+
+# The fields of a Span, in the model's order, as a key-sharing plain dict (plain.record):
+# a file's data holds thousands of spans.
+_span = record("Span", ("start", "end", "line", "column", "end_line", "end_column"))
+
 __all__ = ["SourceText"]
 
 
@@ -34,7 +40,7 @@ class SourceText:
         return index + 1, offset - self._line_starts[index] + 1
 
     def span(self, start: int, end: int) -> dict:
-        """A :class:`Span` as a plain dict (a key-sharing one: see :class:`_Span`)."""
+        """A :class:`Span` as a plain dict (a key-sharing one: see :func:`codeparse.plain.record`)."""
         starts = self._line_starts
         index = bisect_right(starts, start) - 1
         line_start = starts[index]
@@ -42,20 +48,4 @@ class SourceText:
             end_line, end_column = self.position(end)
         else:  # on the same line, as most spans are
             end_line, end_column = index + 1, end - line_start + 1
-        return _Span(start, end, index + 1, start - line_start + 1, end_line, end_column).__dict__
-
-
-class _Span:
-    """The fields of a :class:`~codeparse.models.Span`, set in the model's order.
-
-    Its ``__dict__`` is the span's plain dict: an ordinary ``dict``, equal to a literal
-    one, but sharing its key table with every other span (PEP 412), so a span holds about
-    half the memory of a dict literal (a file's data holds thousands of them)."""
-
-    def __init__(self, start: int, end: int, line: int, column: int, end_line: int, end_column: int):
-        self.start = start
-        self.end = end
-        self.line = line
-        self.column = column
-        self.end_line = end_line
-        self.end_column = end_column
+        return _span(start, end, index + 1, start - line_start + 1, end_line, end_column)
