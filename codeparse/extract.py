@@ -19,7 +19,7 @@ from .datadep import FunctionDataDependence
 from .expressions import ExpressionReader
 from .grammar import Grammar
 from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
-from .parser import Stmt, bracket_end, bracket_finder, quoted
+from .parser import Stmt, bracket_end, bracket_finder, nesting, quoted
 from .plain import record
 from .source import SourceText
 
@@ -101,9 +101,11 @@ class Extractor:
         self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._references = grammar.scan["references"].finditer
+        self._receiver = grammar.scan["receiver"].match
         self._balanced = grammar.scan["balanced"].match
         self._may_quote = quoted(grammar)
         self._brackets = bracket_finder(grammar)
+        self._group = nesting(grammar)[0]
         self._closers = dict(grammar.bracket_pairs)
         frag = grammar.fragments
         self._param = frag["param"].fullmatch
@@ -417,57 +419,73 @@ class Extractor:
             yield from self._references(text, start, end)
 
     def _scan(self, start: int, end: int, inference: Inference, targets: list[tuple[int, int]]):
-        """Calls and self references in ``text[start:end]``, in textual order."""
+        """Calls and self references in ``text[start:end]``, in textual order.
+
+        One ``re`` pass of ``[scan].references``, dispatched on the group that closed last;
+        ``[scan].receiver`` is matched only at a parenthesis that may start a receiver.
+        A call's end comes from :meth:`_call_ends`."""
         text = self.text
-        src = self.source
         sem = self.sem
         calls: list[dict] = []
         refs: list[dict] = []
         receivers: set[str] = set()
-        balanced = self._balanced
         intern = self.intern
+        receiver_at = self._receiver
+        intrinsics = sem.intrinsics
+        self_name = sem.self_name
+        operator = self.operator
+        span = self.source.span
+        call_end = self._call_ends(end)
+        ref = self._ref
         target_starts = sorted(targets)
-
-        def in_target(pos: int) -> bool:
-            i = bisect_left(target_starts, (pos + 1,)) - 1
-            return i >= 0 and target_starts[i][0] <= pos < target_starts[i][1]
-
-        may_quote, brackets, closers = self._may_quote, self._brackets, self._closers
-
-        def call_end(open_pos: int) -> int:
-            # Bounded to the line: a call in a body never spans lines (only a
-            # signature does), and an unclosed one must not scan the rest of the body.
-            stop = text.find("\n", open_pos, end)
-            if stop < 0:
-                stop = end
-            if brackets is not None and not may_quote(text, open_pos, stop):
-                found = bracket_end(text, open_pos, stop, closers, brackets)
-                return open_pos + 1 if found is None else found
-            b = balanced(text, open_pos, stop)
-            return b.end() if b else open_pos + 1
+        # Callee text -> (kind, target) within this function: the answer depends on the
+        # text alone (`Inference.callee_target` reads its dotted name).
+        callee_targets: dict[str, tuple[str, Optional[str]]] = {}
+        receiver_paths: dict[str, Optional[str]] = {}
 
         for m in self._bounded_references(start, end):
-            if m.start("string") >= 0:
-                continue
-            if m.start("getattr_obj") >= 0:
-                # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
-                obj_start, obj_end = m.span("getattr_obj")
-                head, *chain = m.group("getattr_obj").split(".")
-                base = inference.name_path(head)
-                if base:
-                    pos = obj_start + len(head)
-                    for attr in chain:
-                        base = f"{base}.{attr}"
-                        pos += 1 + len(attr)
-                        refs.append(self._ref(base, obj_start, pos, inference))
-                    path = f"{base}.{unquote(m.group('getattr_name'))}"
-                    refs.append(self._ref(path, m.start(), m.end(), inference))
-                continue
-            if m.start("method") >= 0:
-                rs, re_ = m.span("receiver")
-                path = inference.expr_path(inference.tree((rs, re_)))
-                method = m.group("method")
-                if path == sem.self_name:
+            group = m.lastgroup
+            if group == "call_open":
+                callee = m.group("callee")
+                if callee in intrinsics:
+                    continue
+                op = operator(callee)
+                if op is not None:
+                    kind, target = "operator", op
+                else:
+                    found = callee_targets.get(callee)
+                    if found is None:
+                        found = callee_targets[callee] = inference.callee_target(inference.tree(m.span("callee")))
+                    kind, target = found
+                    if kind == "intrinsic":
+                        continue
+                at = m.start()
+                calls.append(_call(kind, None, None, target if target is None else intern(target), intern(callee),
+                                   span(at, call_end(m.end() - 1))))
+            elif group == "attr_chain":
+                at = m.start()
+                if target_starts:
+                    i = bisect_left(target_starts, (at + 1,)) - 1
+                    if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
+                        continue
+                base = inference.name_path(m.group("attr_base"))
+                if not base:
+                    continue
+                pos = m.end("attr_base")
+                for attr in m.group("attr_chain")[1:].split("."):
+                    base = f"{base}.{attr}"
+                    pos += 1 + len(attr)
+                    refs.append(ref(base, at, pos, inference))
+            elif group == "paren":
+                r = receiver_at(text, m.start(), end)
+                if r is None:
+                    continue
+                rs, re_ = r.span("receiver")
+                key = text[rs:re_]
+                path = receiver_paths.get(key, False)
+                if path is False:  # the same text reads the same path within a function
+                    path = receiver_paths[key] = inference.expr_path(inference.tree((rs, re_)))
+                if path == self_name:
                     kind = "self_method"
                 elif path is not None:
                     role = inference.declared(path)[0]
@@ -475,37 +493,54 @@ class Extractor:
                     receivers.add(path)
                 else:
                     kind = "method"
-                calls.append(_call(kind, path if path is None else intern(path), intern(method), None,
-                                   intern(text[m.start():m.end("method")]),
-                                   src.span(m.start(), call_end(m.start("method_open")))))
-                continue
-            if m.start("callee") >= 0:
-                callee = m.group("callee")
-                if callee in sem.intrinsics:
-                    continue
-                op = self.operator(callee)
-                if op is not None:
-                    kind, target = "operator", op
-                else:
-                    kind, target = inference.callee_target(inference.tree(m.span("callee")))
-                    if kind == "intrinsic":
-                        continue
-                calls.append(_call(kind, None, None, target if target is None else intern(target), intern(callee),
-                                   src.span(m.start(), call_end(m.start("call_open")))))
-                continue
-            if m.start("attr_base") >= 0:
-                base_name = m.group("attr_base")
-                if in_target(m.start()):
-                    continue
-                base = inference.name_path(base_name)
-                if not base:
-                    continue
-                pos = m.end("attr_base")
-                for attr in m.group("attr_chain")[1:].split("."):
-                    base = f"{base}.{attr}"
-                    pos += 1 + len(attr)
-                    refs.append(self._ref(base, m.start(), pos, inference))
+                at = m.start()
+                calls.append(_call(kind, path if path is None else intern(path), intern(r.group("method")), None,
+                                   intern(text[at:r.end("method")]), span(at, call_end(r.start("method_open")))))
+            elif group == "getattr":
+                # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
+                obj_start = m.start("getattr_obj")
+                head, *chain = m.group("getattr_obj").split(".")
+                base = inference.name_path(head)
+                if base:
+                    pos = obj_start + len(head)
+                    for attr in chain:
+                        base = f"{base}.{attr}"
+                        pos += 1 + len(attr)
+                        refs.append(ref(base, obj_start, pos, inference))
+                    path = f"{base}.{unquote(m.group('getattr_name'))}"
+                    refs.append(ref(path, m.start(), m.end(), inference))
+            # else a string: skipped
         return calls, refs, receivers
+
+    def _call_ends(self, end: int):
+        """``call_end(open_pos)``: the offset just past the call whose parenthesis opens at
+        ``open_pos``, bounded to its line and to ``end`` (a call in a body never spans
+        lines, only a signature does, and an unclosed one must not scan the rest of the
+        body); ``open_pos + 1`` when its brackets do not nest.
+
+        Where the rest of the line holds no quote character, brackets pair up by counting
+        (:func:`codeparse.parser.bracket_end`), most often answered by one ``re`` match
+        of :func:`codeparse.parser.nesting`; else the grammar's ``balanced`` pattern reads
+        the call (strings may hold brackets)."""
+        text = self.text
+        balanced = self._balanced
+        may_quote, brackets, closers, group = self._may_quote, self._brackets, self._closers, self._group
+        find = text.find
+
+        def call_end(open_pos: int) -> int:
+            stop = find("\n", open_pos, end)
+            if stop < 0:
+                stop = end
+            if brackets is not None and not may_quote(text, open_pos, stop):
+                m = group(text, open_pos, stop)
+                if m is not None:
+                    return m.end()
+                found = bracket_end(text, open_pos, stop, closers, brackets)
+                return open_pos + 1 if found is None else found
+            b = balanced(text, open_pos, stop)
+            return b.end() if b else open_pos + 1
+
+        return call_end
 
     def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:
         role, typ = inference.declared(path)

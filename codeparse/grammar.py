@@ -61,7 +61,7 @@ REQUIRED = {
     "limits": ("max_block_depth", "max_line_length", "max_expression_depth", "match_timeout"),
     "lines": ("physical", "blank", "balanced", "binary"),
     "fragments": ("param", "string_item", "expr_items", "string_body"),
-    "scan": ("references", "balanced"),
+    "scan": ("references", "receiver", "balanced"),
     "expression": ("atom", "trailer", "items", "keyword", "dict_entry"),
 }
 _PIECE_REF = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")

@@ -25,9 +25,12 @@ from .codes import diagnostic
 from .grammar import Grammar, Statement
 from .source import SourceText
 
-__all__ = ["Stmt", "ParseResult", "parse_statements", "quoted", "bracket_end"]
+__all__ = ["Stmt", "ParseResult", "parse_statements", "quoted", "bracket_end", "nesting"]
 
 _EXCERPT = 60  # characters of an unparsed line quoted in its message
+# Brackets nested this deep or less are paired by one `re` match (see `nesting`); the
+# pattern grows threefold per level (three pairs), 1,000 characters at 3.
+_NEST_DEPTH = 3
 
 
 @dataclass(slots=True)
@@ -103,6 +106,40 @@ def bracket_end(text: str, open_pos: int, stop: int, closers: dict, brackets) ->
         if not stack:
             return m.end()
     return None
+
+
+def nesting(grammar: Grammar, depth: int = _NEST_DEPTH):
+    """``(group, nested)``: the ``match`` and ``fullmatch`` of two ``re`` patterns built from
+    the grammar's bracket pairs, each answering in one C-level match what counting does in
+    a Python loop, for brackets nested at most ``depth`` deep (strings not considered):
+
+    * ``group(text, open_pos, stop)`` matches the bracketed group opening at ``open_pos``
+      (its end is :func:`bracket_end`'s answer); None when the brackets do not nest, do
+      not close, or nest deeper: then ask :func:`bracket_end`;
+    * ``nested(text, start, end)`` matches when every bracket of ``text[start:end]`` pairs
+      up (so each pair's counts are equal); None otherwise, or when deeper.
+
+    A grammar without pairs gets two patterns that never match."""
+    chars = "".join(o + c for o, c in grammar.bracket_pairs)
+    return _nesting(chars, depth) if chars else (_never, _never)
+
+
+def _never(*args):
+    return None
+
+
+@functools.cache
+def _nesting(chars: str, depth: int):
+    import re
+
+    pairs = [(re.escape(chars[i]), re.escape(chars[i + 1])) for i in range(0, len(chars), 2)]
+    other = "[^" + re.escape(chars) + "]"
+    inner = other + "*+"  # inside the innermost group: no bracket
+    for _ in range(depth - 1):
+        inner = "(?:" + other + "++|" + "|".join(o + inner + c for o, c in pairs) + ")*+"
+    group = "|".join(o + inner + c for o, c in pairs)
+    nested = "(?:" + other + "++|" + group + ")*+"
+    return re.compile(group).match, re.compile(nested).fullmatch
 
 
 def bracket_finder(grammar: Grammar, method: str = "finditer"):
