@@ -9,15 +9,24 @@ The reader is the engine half of the grammar's ``[expression]`` section: it matc
 recursive pattern, so the whole bracket is checked in one C-level match) gives the
 spans of the items, and each item is read in turn.  Depth is bounded by the
 grammar's ``max_expression_depth``; past it an :class:`Opaque` node stands for the rest.
+
+Where the text read holds no quote and no line break (most of it: the grammar's
+``[lines].string_quotes`` and ``bracket_pairs`` say which characters those are), the
+items of a bracket are found by counting brackets and separators in one ``re`` pass
+(:func:`split_items`), which gives what ``items`` gives on such text (a property test
+checks it against the pattern of every grammar); elsewhere ``items`` is matched.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from operator import attrgetter
 from typing import Optional, Union
 
 from .grammar import Grammar
 
-__all__ = ["Name", "Const", "Attr", "CallExpr", "Index", "Seq", "Opaque", "Expr", "ExpressionReader"]
+__all__ = ["Name", "Const", "Attr", "CallExpr", "Index", "Seq", "Opaque", "Expr", "ExpressionReader", "names_in"]
 
 
 class _Node:
@@ -98,6 +107,61 @@ class Opaque(_Node):
 Expr = Union[Name, Const, Attr, CallExpr, Index, Seq, Opaque]
 
 _CLOSERS = {"paren": ")", "list": "]", "dict": "}", "call": ")", "index": "]"}
+# The separator of the grammars' ``items`` (``SEP``: a comma, then spaces), for split_items.
+_SEPARATOR = ","
+_SPACE = " "
+_FALLBACK = object()  # split_items cannot decide: match ``items``
+
+
+@functools.cache
+def _structure(chars: str):
+    return re.compile("[" + re.escape(chars) + "]").finditer
+
+
+def structure_finder(grammar: Grammar):
+    """``finditer`` of the characters that split items (brackets and the separator), and
+    the grammar's openers -> closers; None when the grammar names no brackets or quotes."""
+    pairs = grammar.bracket_pairs
+    quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
+    if not pairs or not quotes:
+        return None
+    return _structure("".join(o + c for o, c in pairs) + _SEPARATOR), dict(pairs), quotes
+
+
+def split_items(text: str, pos: int, end: int, finder, openers: dict):
+    """``(item spans, trailing comma, closer offset)`` of the bracket whose items start at
+    ``pos``, as the grammar's ``items`` gives them on ``text[pos:end]`` without quotes or
+    line breaks; the closer offset is None when ``items`` stops short of a closer;
+    ``_FALLBACK`` where brackets inside do not nest (``items`` is matched there)."""
+    spans: list[tuple[int, int]] = []
+    stack: list[str] = []
+    start = pos  # of the current item; the first one keeps its leading spaces
+    for m in finder(text, pos, end):
+        at = m.start()
+        ch = text[at]
+        closer = openers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+            continue
+        if stack:
+            if ch == _SEPARATOR:
+                continue
+            if stack.pop() != ch:
+                return _FALLBACK
+            continue
+        # A separator or a closer at the top level ends the current item.
+        if at == start:  # an empty item: `items` ends before it
+            if not spans:
+                return spans, False, (at if ch != _SEPARATOR else None)
+            return spans, True, (at if ch != _SEPARATOR else None)
+        spans.append((start, at))
+        if ch != _SEPARATOR:
+            return spans, False, at
+        nxt = at + 1
+        while nxt < end and text[nxt] == _SPACE:
+            nxt += 1
+        start = nxt
+    return _FALLBACK
 
 
 class ExpressionReader:
@@ -113,10 +177,24 @@ class ExpressionReader:
         self._grammar = grammar  # `dict_entry` is looked up when a dict is read (rare)
         self.max_depth = int(grammar.limits["max_expression_depth"])
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
+        found = structure_finder(grammar)
+        self._finder, self._openers, self._quotes = found if found is not None else (None, None, ())
+        self._counting = False  # the text being read has no quote and no line break
 
     def read(self, start: int, end: int) -> Expr:
         """The expression that spans exactly ``text[start:end]``."""
-        node, stop = self._expr(start, end, 0)
+        text = self.text
+        counting = self._finder is not None and text.find("\n", start, end) == -1
+        if counting:
+            for quote in self._quotes:
+                if text.find(quote, start, end) != -1:
+                    counting = False
+                    break
+        outer, self._counting = self._counting, counting
+        try:
+            node, stop = self._expr(start, end, 0)
+        finally:
+            self._counting = outer
         if stop != end:
             return Opaque("not an expression", start, end)
         return node
@@ -131,14 +209,15 @@ class ExpressionReader:
         if m is None:
             return Opaque("not an expression", pos, end), end
         kind = m.lastgroup
+        cur = m.end()
         if kind == "name":
-            node: Expr = Name(m.group(), pos, m.end())
-            cur = m.end()
-        elif kind in ("string", "number"):
-            node = Const(kind, m.group(), pos, m.end())
-            cur = m.end()
+            node: Expr = Name(m.group(), pos, cur)
+            if cur == end:
+                return node, cur
+        elif kind == "string" or kind == "number":
+            node = Const(kind, m.group(), pos, cur)
         else:
-            items, close = self._bracket(m.end(), end, depth, kind == "dict")
+            items, close = self._bracket(cur, end, depth, kind == "dict")
             if close is None:
                 return Opaque("unbalanced bracket", pos, end), end
             cur = close + 1
@@ -148,14 +227,15 @@ class ExpressionReader:
             else:
                 seq_kind = {"paren": "tuple", "list": "list", "dict": "dict"}[kind]
                 node = Seq(seq_kind, items[0], pos, cur)
+        trailers = self._trailer
         while cur < end:
-            t = self._trailer(text, cur, end)
+            t = trailers(text, cur, end)
             if t is None:
                 break
             trailer = t.lastgroup
             if trailer == "attr":
-                node = Attr(node, t.group("attr"), pos, t.end())
                 cur = t.end()
+                node = Attr(node, t.group("attr"), pos, cur)
                 continue
             (args, _trailing, keywords), close = self._bracket(t.end(), end, depth, False, calls=trailer == "call")
             if close is None:
@@ -170,15 +250,22 @@ class ExpressionReader:
     def _bracket(self, pos: int, end: int, depth: int, is_dict: bool, calls: bool = False):
         """Items between an opening bracket (before ``pos``) and its closer."""
         text = self.text
-        m = self._items(text, pos, end)
-        if m is None:
-            return ([], False, []), None
-        close = m.end()
-        if close >= end or text[close] not in ")]}":
-            return ([], False, []), None
+        found = split_items(text, pos, end, self._finder, self._openers) if self._counting else _FALLBACK
+        if found is _FALLBACK:
+            m = self._items(text, pos, end)
+            if m is None:
+                return ([], False, []), None
+            close = m.end()
+            if close >= end or text[close] not in ")]}":
+                return ([], False, []), None
+            spans, trailing = m.spans("item"), m.group("trailing") is not None
+        else:
+            spans, trailing, close = found
+            if close is None:
+                return ([], False, []), None
         items: list[Expr] = []
         keywords: list[tuple[str, Expr]] = []
-        for start, stop in m.spans("item"):
+        for start, stop in spans:
             if is_dict:
                 e = self._grammar.expression["dict_entry"].match(text, start, stop)
                 if e is not None:
@@ -194,7 +281,7 @@ class ExpressionReader:
                     continue
             node, _ = self._expr(start, stop, depth + 1)
             items.append(node)
-        return (items, m.group("trailing") is not None, keywords), close
+        return (items, trailing, keywords), close
 
 
 def _reparent(node: Expr, start: int, end: int) -> Expr:
@@ -210,3 +297,33 @@ def walk(node: Expr):
         n = stack.pop()
         yield n
         stack.extend(reversed(n.children()))
+
+
+_start = attrgetter("start")
+
+
+def names_in(node: Expr) -> list[Name]:
+    """The names of a tree, in textual order (a walk without a generator: the hot path of
+    inference asks this of every definition it follows)."""
+    out: list[Name] = []
+    stack = [node]
+    push = stack.extend
+    while stack:
+        n = stack.pop()
+        kind = type(n)
+        if kind is Name:
+            out.append(n)
+        elif kind is CallExpr:
+            if n.keywords:
+                push([v for _, v in reversed(n.keywords)])
+            push(reversed(n.args))
+            stack.append(n.func)
+        elif kind is Attr:
+            stack.append(n.value)
+        elif kind is Index:
+            push(reversed(n.items))
+            stack.append(n.value)
+        elif kind is Seq:
+            push(reversed(n.items))
+    out.sort(key=_start)  # keywords before positional arguments (bad text) come out of order
+    return out

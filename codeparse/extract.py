@@ -100,6 +100,7 @@ class Extractor:
         pool: dict[str, str] = {}
         self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
+        self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
         self._references = grammar.scan["references"].finditer
         self._receiver = grammar.scan["receiver"].match
         self._balanced = grammar.scan["balanced"].match
@@ -576,19 +577,26 @@ class _Walk:
     def __init__(self, ex: Extractor, facts: FunctionFacts):
         self.ex = ex
         self.facts = facts
+        self.text = ex.text
+        self._identifier = ex._identifier
         self.ifs: list[tuple[Stmt, int, tuple[Scope, ...]]] = []
         self.loops: list[dict] = []
         self.loop_tests: list[tuple[tuple[int, int], tuple[Scope, ...]]] = []  # test span, enclosing scopes
         self.target_spans: list[tuple[int, int]] = []
 
     def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
-        ex = self.ex
-        text = ex.text
+        text = self.text
         self.target_spans.append(span)
-        if ex._identifier(text, *span):  # one name, as most targets are
-            self.facts.defs.setdefault(text[span[0]:span[1]], []).append(
-                Definition(text[span[0]:span[1]], kind, value, None, scopes, annotation, start))
+        if self._identifier(text, *span):  # one name, as most targets are
+            name = text[span[0]:span[1]]
+            found = self.facts.defs.get(name)
+            d = Definition(name, kind, value, None, scopes, annotation, start)
+            if found is None:
+                self.facts.defs[name] = [d]
+            else:
+                found.append(d)
             return
+        ex = self.ex
         m = ex._items(text, *span)
         items = m.spans("item") if m else [span]
         many = len(items) > 1
@@ -600,7 +608,7 @@ class _Walk:
             if len(values) != len(items):
                 values = []
         for index, (s, e) in enumerate(items):
-            if ex._identifier(text, s, e):
+            if self._identifier(text, s, e):
                 name = text[s:e]
                 if values:
                     bound, element = values[index], None
@@ -612,13 +620,17 @@ class _Walk:
 
     def mutation(self, span: tuple[int, int], scopes, start: int) -> None:
         """``torch.append(l, v)``: a definition of ``l`` (rule 2)."""
-        ex = self.ex
-        text = ex.text
+        text = self.text
         paren = text.find("(", span[0], span[1])
         if paren == -1:
             return
-        op = ex.operator(text[span[0]:paren])
-        if op is None or op.rpartition(":")[2] not in ex.sem.mutators:
+        ex = self.ex
+        callee = text[span[0]:paren]
+        mutates = ex._mutators.get(callee)
+        if mutates is None:
+            op = ex.operator(callee)
+            mutates = ex._mutators[callee] = op is not None and op.rpartition(":")[2] in ex.sem.mutators
+        if not mutates:
             return
         from .expressions import CallExpr, Name
 
@@ -630,18 +642,21 @@ class _Walk:
 
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
         for s in stmts:
-            k = s.kind
+            k = s.rule.emits
             if k == "assign":
-                self.bind(s.span_of("targets"), "assign", s.span_of("value"), scopes, s.start,
-                          s.group("type") if "type" in s.match.groupdict() else None)
-                self.mutation(s.span_of("value"), scopes, s.start)
+                m = s.match
+                value = m.span("value")
+                self.bind(m.span("targets"), "assign", value, scopes, s.start,
+                          m.group("type") if "type" in m.re.groupindex else None)
+                self.mutation(value, scopes, s.start)
             elif k == "expr":
-                self.mutation(s.span_of("value"), scopes, s.start)
+                self.mutation(s.match.span("value"), scopes, s.start)
             elif k == "return":
-                if s.group("value"):
-                    self.facts.returns.append((s.span_of("value"), scopes))
+                m = s.match
+                if m.group("value"):
+                    self.facts.returns.append((m.span("value"), scopes))
             elif k in ("if", "elif"):
-                test = s.span_of("test")
+                test = s.match.span("test")
                 self.ifs.append((s, depth, scopes))
                 self.block(s.body, depth + 1, scopes + (Scope("if", "then", test, s.start),))
                 if s.orelse:
@@ -654,7 +669,7 @@ class _Walk:
                 self.loops.append({
                     "kind": k,
                     "target": s.group("target") if k == "for" else None,
-                    "iter": self.ex.text[test[0]:test[1]],
+                    "iter": self.text[test[0]:test[1]],
                     "depth": depth,
                     "span": self.ex.source.span(s.start, s.end),
                 })

@@ -47,7 +47,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq, walk
+from .expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq, names_in, walk
 
 __all__ = ["Definition", "Scope", "FunctionFacts", "Semantics", "Inference", "Callee", "CalleeRegistry",
            "PRIORITY"]
@@ -84,6 +84,9 @@ def _union(results: list) -> tuple[frozenset, frozenset]:
         return _EMPTY
     if len(parts) == 1:
         return parts[0]
+    if len(parts) == 2:
+        (a, b), (c, d) = parts
+        return (a | c if c else a, b | d if d else b)
     return (frozenset().union(*(r[0] for r in parts)), frozenset().union(*(r[1] for r in parts)))
 
 
@@ -94,20 +97,25 @@ def _remark(found: frozenset, mark: Optional[str]) -> frozenset:
     return frozenset((ref, mark if nat != "runtime" else m, nat, typ) for ref, m, nat, typ in found)
 
 
-@dataclass(frozen=True, eq=False)
 class Scope:
     """A block a statement sits in: the ``if``/loop that owns it, and which branch.
 
     One object per block (compared and hashed by identity: a tuple of scopes is a cheap
     memo key)."""
 
-    kind: str  # "if", "for", "while", "with", "def"
-    branch: str  # "then", "else", "body"
-    test: tuple[int, int]  # span of the condition / iteration expression
-    key: int  # identity of the owning statement (its start offset)
+    __slots__ = ("kind", "branch", "test", "key")
+
+    def __init__(self, kind: str, branch: str, test: tuple[int, int], key: int):
+        self.kind = kind  # "if", "for", "while", "with", "def"
+        self.branch = branch  # "then", "else", "body"
+        self.test = test  # span of the condition / iteration expression
+        self.key = key  # identity of the owning statement (its start offset)
+
+    def __repr__(self) -> str:
+        return f"Scope(kind={self.kind!r}, branch={self.branch!r}, test={self.test!r}, key={self.key!r})"
 
 
-@dataclass
+@dataclass(slots=True)
 class Definition:
     """One binding of a name: an assignment, a for target, a parameter, or a mutation
     (``torch.append(l, v)`` defines ``l``; ``value`` is then the whole call)."""
@@ -530,6 +538,10 @@ class Inference:
         self._prepared: set[str] = set()
         self._typed: set[str] = set()
         self._replacements: dict[tuple[str, int], Optional[str]] = {}  # (name, depth) -> resolved text
+        self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
+        self._resets = 0  # open components forgotten (_reset), for _memo
+        if facts.self_name in facts.params:
+            self._paths[facts.self_name] = facts.self_name
 
     # -- trees and names -------------------------------------------------------
     def value_spans(self) -> list[tuple[int, int]]:
@@ -549,9 +561,12 @@ class Inference:
 
     def value_of(self, d: Definition) -> Optional[Expr]:
         """The expression a definition binds (the tuple element, when it has one)."""
-        if d.value is None:
+        span = d.value
+        if span is None:
             return None
-        node = self.tree(d.value)
+        node = self._trees.get(span)
+        if node is None:
+            node = self._trees[span] = self.reader.read(*span)
         if d.element is not None:
             if isinstance(node, Seq) and node.kind == "tuple" and d.element < len(node.items):
                 return node.items[d.element]
@@ -565,10 +580,9 @@ class Inference:
 
     def name_path(self, name: str, depth: int = 0) -> Optional[str]:
         """The path from ``self`` a name stands for (``self.layer1``), if it does."""
-        if name == self.facts.self_name and name in self.facts.params:
-            return name
-        if name in self._paths:
-            return self._paths[name]
+        found = self._paths.get(name, False)  # `self` is in it from the start
+        if found is not False:
+            return found
         self._paths[name] = None  # cycle guard
         d = self.single_def(name)
         path = None
@@ -749,7 +763,7 @@ class Inference:
         key = (node.start, node.end)
         names = self._names_in.get(key)
         if names is None:
-            names = self._names_in[key] = sorted((n for n in walk(node) if type(n) is Name), key=_start)
+            names = self._names_in[key] = names_in(node)
         return names
 
     def _is_range(self, node: Expr) -> bool:
@@ -831,7 +845,7 @@ class Inference:
                         todo.extend(n.id for n in self._names(self.tree(scope.test)))
         pending.sort(key=lambda d: d.start)
         for d in pending:
-            self._memo(("def", id(d)), self._visit_def, d)
+            self._memo(id(d), self._visit_def, d)
 
     def _memo(self, key, compute, *args):
         """``compute(*args)``, once per ``key``: memo entries are the nodes of a graph (an entry
@@ -841,44 +855,52 @@ class Inference:
         gives its result so far; when the component closes, its entries are computed
         again against each other's results until none changes (a fixpoint: results only
         grow), then memoized together.  So every entry is computed once, plus a few rounds
-        per cycle, whatever the number of paths through it."""
+        per cycle, whatever the number of paths through it.
+
+        Keys, each kind its own shape (cheap to hash): ``(name, scopes)`` a use of a name,
+        ``name`` its definitions together, ``id(definition)`` one definition,
+        ``("test", scope, scopes)`` an enclosing test, ``("loops", ...)`` the loops around a use."""
         found = self._memo_results.get(key)
         if found is not None:
             return found
-        index = self._index.get(key)
-        if index is not None:  # open: a cycle goes through it
-            if index < self._low:
-                self._low = index
+        index = self._index
+        number = index.get(key)
+        if number is not None:  # open: a cycle goes through it
+            if number < self._low:
+                self._low = number
             self._reread.add(key)
             return self._provisional.get(key, _EMPTY)
         if _nesting[0] > _DEEP:
             raise _TooDeep
         number = self._count
-        self._count += 1
-        self._index[key] = number
-        self._tstack.append(key)
-        self._computers[key] = (compute, args)
-        outer_low, self._low = self._low, number
+        self._count = number + 1
+        index[key] = number
+        stack = self._tstack
+        stack.append(key)
+        computers = self._computers
+        computers[key] = (compute, args)
+        outer_low = self._low
+        self._low = number
+        resets = self._resets
         _nesting[0] += 1
         try:
             result = compute(*args)
         finally:
             _nesting[0] -= 1
-        if self._index.get(key) != number:
+        if self._resets != resets:
             return result  # the open components were reset beneath (a nested bottom-up redo)
         low = self._low
         if low >= number:
-            stack = self._tstack
             if stack[-1] is key and key not in self._reread:  # no cycle through it: done
                 stack.pop()
-                del self._index[key]
-                del self._computers[key]
+                del index[key]
+                del computers[key]
                 self._memo_results[key] = result
             else:
                 result = self._close(key, result)
         else:
             self._provisional[key] = result
-        self._low = min(outer_low, low)
+        self._low = outer_low if outer_low < low else low
         return result
 
     def _close(self, root, result):
@@ -932,6 +954,7 @@ class Inference:
 
     def _reset(self) -> None:
         """Forget the open components (a visit abandoned for the bottom-up walk)."""
+        self._resets += 1
         self._index.clear()
         self._tstack.clear()
         self._provisional.clear()
@@ -1019,13 +1042,12 @@ class Inference:
             return self._in_loops(result, scopes) if scopes else result
         if kind is Name:
             name = node.id
-            if name in sem.literals or name == self.facts.self_name:
-                return _EMPTY
-            if name in self.facts.params:
-                return frozenset({(name, None, "argument", self.facts.params[name])}), frozenset()
-            if not self.facts.defs.get(name):
-                return frozenset({(name, None, "unknown", None)}), frozenset()
-            key = ("name", name, scopes)
+            leaf = self._leaves.get(name, False)
+            if leaf is False:
+                leaf = self._leaves[name] = self._leaf(name)
+            if leaf is not None:
+                return leaf
+            key = (name, scopes)  # a use of the name (see _memo for the other kinds of entry)
             found = self._memo_results.get(key)
             if found is not None:
                 return found
@@ -1048,6 +1070,18 @@ class Inference:
             return self._in_loops(_union([self._visit(child, scopes) for child in node.children()]), scopes)
         return _EMPTY
 
+    def _leaf(self, name: str) -> Optional[tuple[frozenset, frozenset]]:
+        """The visit of a name that no definition of this function decides (a literal,
+        ``self``, a parameter, an unknown name), else None."""
+        facts = self.facts
+        if name in self.sem.literals or name == facts.self_name:
+            return _EMPTY
+        if name in facts.params:
+            return frozenset({(name, None, "argument", facts.params[name])}), frozenset()
+        if not facts.defs.get(name):
+            return frozenset({(name, None, "unknown", None)}), frozenset()
+        return None
+
     def _in_loops(self, result, scopes: tuple[Scope, ...]):
         """Rule 7: a value computed inside a loop depends on the loop's test or iterable."""
         if not scopes:
@@ -1066,8 +1100,8 @@ class Inference:
         if path and path != self.facts.self_name:
             return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
         # What the definitions compute does not depend on the use: one entry per name.
-        defs = self._memo_results.get(("defs", name))
-        parts = [defs if defs is not None else self._memo(("defs", name), self._visit_defs, name)]
+        defs = self._memo_results.get(name)  # the entry of a name's definitions is the name itself
+        parts = [defs if defs is not None else self._memo(name, self._visit_defs, name)]
         # Control dependence: the ifs around a definition that do not also surround the
         # use, and every loop around it (rule 7: the trip count decides it).
         for scope, def_scopes in self._controls(name):
@@ -1083,7 +1117,7 @@ class Inference:
         memo = self._memo_results
         parts = []
         for d in self.facts.defs[name]:
-            key = ("def", id(d))
+            key = id(d)  # the entry of one definition: its identity
             found = memo.get(key)
             parts.append(found if found is not None else self._memo(key, self._visit_def, d))
         return _union(parts)

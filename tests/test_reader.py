@@ -1,0 +1,43 @@
+"""The expression reader's counted item split agrees with the grammars' ``items`` pattern."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeparse.expressions import _FALLBACK, split_items, structure_finder
+from codeparse.grammar import grammar_ids, load_grammar
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from(list("()[]{}a, =.")), max_size=30))
+def test_counted_items_agree_with_the_grammars_items_pattern(grammar_id, text):
+    """On text without quotes or line breaks, split_items gives what ``items`` gives after
+    an opening bracket: the item spans, the trailing comma, and the closer (None where
+    ``items`` stops short of one); where brackets inside do not nest it defers to ``items``."""
+    g = load_grammar(grammar_id)
+    finder, openers, _quotes = structure_finder(g)
+    text = "f(" + text
+    found = split_items(text, 2, len(text), finder, openers)
+    if found is _FALLBACK:
+        return
+    m = g.expression["items"].match(text, 2, len(text))
+    close = m.end()
+    if close >= len(text) or text[close] not in ")]}":
+        close = None
+    assert found[2] == close
+    if close is not None:
+        assert (found[0], found[1]) == (m.spans("item"), m.group("trailing") is not None)
+
+
+def test_split_items_on_printed_calls():
+    g = load_grammar("torchscript-v2")
+    finder, openers, _quotes = structure_finder(g)
+    text = "torch.add(torch.size(x, 0), [1, 2], alpha=3, )"
+    spans, trailing, close = split_items(text, 10, len(text), finder, openers)
+    assert [text[a:b] for a, b in spans] == ["torch.size(x, 0)", "[1, 2]", "alpha=3"]
+    assert trailing and close == len(text) - 1
+    assert split_items("f(a, , b)", 2, 9, finder, openers)[2] is None  # an empty item: no closer
+    assert split_items("f(a, (b]", 2, 8, finder, openers) is _FALLBACK  # brackets that do not nest
