@@ -12,6 +12,8 @@ opening parenthesis.  No expression tree is built for that.
 
 from __future__ import annotations
 
+import functools
+import re
 from bisect import bisect_left
 from typing import Any, Optional
 
@@ -19,9 +21,9 @@ from .datadep import FunctionDataDependence
 from .expressions import ExpressionReader
 from .grammar import Grammar
 from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
-from .parser import Stmt, bracket_end, bracket_finder, nesting, quoted
+from .parser import Stmt, bracket_end, bracket_finder, nesting
 from .plain import record
-from .source import SourceText
+from .source import SourceText, span_data
 
 __all__ = ["Extractor"]
 
@@ -75,6 +77,13 @@ def _deeper_than(text: str, start: int, end: int, limit: int) -> Optional[int]:
     return None
 
 
+@functools.cache
+def _crowded_line(limit: int):
+    """``search``: the start of the next line holding more than ``limit`` of the openers
+    :meth:`Extractor._bounded_references` counts (``(`` and ``[``)."""
+    return re.compile(r"(?m)^(?=(?:[^\n(\[]*+[(\[]){%d})" % (limit + 1)).search
+
+
 class Extractor:
     """Turns the statements of one file into class and function data."""
 
@@ -104,7 +113,7 @@ class Extractor:
         self._references = grammar.scan["references"].finditer
         self._receiver = grammar.scan["receiver"].match
         self._balanced = grammar.scan["balanced"].match
-        self._may_quote = quoted(grammar)
+        self._quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
         self._brackets = bracket_finder(grammar)
         self._group = nesting(grammar)[0]
         self._closers = dict(grammar.bracket_pairs)
@@ -400,21 +409,34 @@ class Extractor:
         return self._bounded_references_lines(start, end)
 
     def _bounded_references_lines(self, start: int, end: int):
-        """:meth:`_bounded_references` line by line."""
+        """:meth:`_bounded_references` line by line: one ``re`` search finds the next line
+        with more openers than the limit (only such a line can nest deeper)."""
         text = self.text
         limit = self.reader.max_depth
+        crowded = _crowded_line(limit)
         pos = start
         while pos < end:
-            line_end = text.find("\n", pos, end)
-            line_end = end if line_end == -1 else line_end
-            if text.count("(", pos, line_end) + text.count("[", pos, line_end) > limit:
-                deep = _deeper_than(text, pos, line_end, limit)
-                if deep is not None:
-                    if pos > start:
-                        yield from self._references(text, start, pos)
-                    if self.reader.too_deep is None:
-                        self.reader.too_deep = deep
-                    start = line_end
+            if pos == start:  # the first line, from the body's first statement on
+                line_start = pos
+                line_end = text.find("\n", pos, end)
+                line_end = end if line_end == -1 else line_end
+                if text.count("(", pos, line_end) + text.count("[", pos, line_end) <= limit:
+                    pos = line_end + 1
+                    continue
+            else:
+                m = crowded(text, pos, end)
+                if m is None:
+                    break
+                line_start = m.start()
+                line_end = text.find("\n", line_start, end)
+                line_end = end if line_end == -1 else line_end
+            deep = _deeper_than(text, line_start, line_end, limit)
+            if deep is not None:
+                if line_start > start:
+                    yield from self._references(text, start, line_start)
+                if self.reader.too_deep is None:
+                    self.reader.too_deep = deep
+                start = line_end
             pos = line_end + 1
         if start < end:
             yield from self._references(text, start, end)
@@ -424,7 +446,7 @@ class Extractor:
 
         One ``re`` pass of ``[scan].references``, dispatched on the group that closed last;
         ``[scan].receiver`` is matched only at a parenthesis that may start a receiver.
-        A call's end comes from :meth:`_call_ends`."""
+        A call's span comes from :meth:`_call_spans`."""
         text = self.text
         sem = self.sem
         calls: list[dict] = []
@@ -435,8 +457,7 @@ class Extractor:
         intrinsics = sem.intrinsics
         self_name = sem.self_name
         operator = self.operator
-        span = self.source.span
-        call_end = self._call_ends(end)
+        call_span = self._call_spans(end)
         ref = self._ref
         target_starts = sorted(targets)
         # Callee text -> (kind, target) within this function: the answer depends on the
@@ -462,7 +483,7 @@ class Extractor:
                         continue
                 at = m.start()
                 calls.append(_call(kind, None, None, target if target is None else intern(target), intern(callee),
-                                   span(at, call_end(m.end() - 1))))
+                                   call_span(at, m.end() - 1)))
             elif group == "attr_chain":
                 at = m.start()
                 if target_starts:
@@ -496,7 +517,7 @@ class Extractor:
                     kind = "method"
                 at = m.start()
                 calls.append(_call(kind, path if path is None else intern(path), intern(r.group("method")), None,
-                                   intern(text[at:r.end("method")]), span(at, call_end(r.start("method_open")))))
+                                   intern(text[at:r.end("method")]), call_span(at, r.start("method_open"))))
             elif group == "getattr":
                 # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
                 obj_start = m.start("getattr_obj")
@@ -513,35 +534,54 @@ class Extractor:
             # else a string: skipped
         return calls, refs, receivers
 
-    def _call_ends(self, end: int):
-        """``call_end(open_pos)``: the offset just past the call whose parenthesis opens at
-        ``open_pos``, bounded to its line and to ``end`` (a call in a body never spans
-        lines, only a signature does, and an unclosed one must not scan the rest of the
-        body); ``open_pos + 1`` when its brackets do not nest.
+    def _call_spans(self, end: int):
+        """``call_span(start, open_pos)``: the span from ``start`` to the end of the call
+        whose parenthesis opens at ``open_pos``, both on one line.  The call ends on its
+        line and before ``end`` (a call in a body never spans lines, only a signature
+        does, and an unclosed one must not scan the rest of the body); one past its
+        parenthesis when its brackets do not nest.
 
         Where the rest of the line holds no quote character, brackets pair up by counting
         (:func:`codeparse.parser.bracket_end`), most often answered by one ``re`` match
         of :func:`codeparse.parser.nesting`; else the grammar's ``balanced`` pattern reads
-        the call (strings may hold brackets)."""
+        the call (strings may hold brackets).  Line, column and where the line's last
+        quote is are found once per line."""
         text = self.text
         balanced = self._balanced
-        may_quote, brackets, closers, group = self._may_quote, self._brackets, self._closers, self._group
-        find = text.find
+        brackets, closers, group, quotes = self._brackets, self._closers, self._group, self._quotes
+        find, rfind = text.find, text.rfind
+        line_of = self.source.position
+        lines: dict[int, tuple[int, int, int]] = {}  # line end -> (line number, line start, counted from)
 
-        def call_end(open_pos: int) -> int:
+        def call_span(start: int, open_pos: int) -> dict:
             stop = find("\n", open_pos, end)
             if stop < 0:
                 stop = end
-            if brackets is not None and not may_quote(text, open_pos, stop):
+            line = lines.get(stop)
+            if line is None:
+                number, column = line_of(start)
+                line_start = start - column + 1
+                # Past the line's last quote character, brackets are counted (a grammar
+                # without `string_quotes` may hold a string anywhere: never counted).
+                counted = stop + 1
+                if brackets is not None and quotes:
+                    counted = max(line_start, max(rfind(q, line_start, stop) for q in quotes) + 1)
+                line = lines[stop] = (number, line_start, counted)
+            number, line_start, counted = line
+            if open_pos >= counted:
                 m = group(text, open_pos, stop)
                 if m is not None:
-                    return m.end()
-                found = bracket_end(text, open_pos, stop, closers, brackets)
-                return open_pos + 1 if found is None else found
-            b = balanced(text, open_pos, stop)
-            return b.end() if b else open_pos + 1
+                    close = m.end()
+                else:
+                    close = bracket_end(text, open_pos, stop, closers, brackets)
+                    if close is None:
+                        close = open_pos + 1
+            else:
+                b = balanced(text, open_pos, stop)
+                close = b.end() if b else open_pos + 1
+            return span_data(start, close, number, start - line_start + 1, number, close - line_start + 1)
 
-        return call_end
+        return call_span
 
     def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:
         role, typ = inference.declared(path)

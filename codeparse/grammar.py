@@ -149,7 +149,7 @@ class _LazySection(dict):
             lazy.get_regex()
 
 
-_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+_NAMED_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 class Statement:
@@ -157,7 +157,8 @@ class Statement:
 
     ``pattern`` is the ``regex`` pattern (matched with a timeout on very long lines);
     ``fast`` the same rule as ``re`` compiles it when it can (else the ``regex`` one);
-    ``classify`` the source of the rule's alternative in the master pattern.
+    ``classify`` the source of the rule's alternative in the master pattern when the rule
+    needs ``regex`` (else the rule stands there as itself, with its captures).
     """
 
     __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index")
@@ -181,93 +182,132 @@ class Statement:
     def fast(self) -> Any:
         return self._lazy.get()
 
-    def master_source(self) -> str:
-        """This rule's alternative in a master pattern: itself without its group
-        names when ``re`` compiles it, else its ``classify`` pattern."""
+    def master_source(self, prefix: str) -> str:
+        """This rule's alternative in a master pattern: its ``classify`` pattern when it
+        has one, else itself with each group ``name`` renamed ``<prefix>name``."""
         if self.classify is not None:
             return self.classify
-        return _NAMED_GROUP.sub("(?:", self._lazy.source)
+        return _NAMED_GROUP.sub(lambda m: f"(?P<{prefix}{m.group(1)}>", self._lazy.source)
+
+    def group_names(self) -> list[str]:
+        """The names of the rule's groups, in order."""
+        return list(dict.fromkeys(_NAMED_GROUP.findall(self._lazy.source)))
 
 
 class Master:
     """The statement rules of one keyword bucket, classified by ``re`` alternations.
 
-    :meth:`first` gives the index in ``rules`` of the first rule whose alternative
-    matches, or None when no rule can match.  The rules with this bucket's keyword
-    form one alternation; the rules without a keyword form another, compiled once per
-    grammar and shared by every bucket; of the two answers the earlier rule in file
-    order wins.  A rule classified by its ``classify`` pattern is then matched
-    exactly, and so are the rules after it when it does not match.
+    The rules with this bucket's keyword form one alternation; the rules without a
+    keyword form another, compiled once per grammar and shared by every bucket; of the
+    two answers the earlier rule in file order wins.  :meth:`find` gives that rule's
+    index in ``rules`` and the alternation's match.  A rule that compiles with ``re``
+    stands in its alternation as itself, so that match is the rule's match: ``maps[i]``
+    names its groups (a dict of group name to group number, or None when the match is
+    the rule's own pattern's).  A rule that needs ``regex`` stands there as its
+    ``classify`` pattern (``maps[i]`` is False): it is then matched exactly, and so are
+    the rules after it when it does not match.
     """
 
-    __slots__ = ("rules", "_own", "_own_index", "_generic", "_generic_index", "_path")
+    __slots__ = ("rules", "maps", "_own", "_own_index", "_generic", "_generic_index", "_path")
 
     def __init__(self, rules: tuple[Statement, ...], path: Path, generic: Optional["Master"] = None):
         self.rules = rules
         self._path = path
         own = tuple(i for i, r in enumerate(rules) if generic is None or r.keyword is not None)
         self._own_index = own
-        self._own = _Alternation(tuple(rules[i] for i in own), path)
-        self._generic = generic
+        self._own = _Alternation(tuple(rules[i] for i in own), path) if own else None
+        self._generic = generic._own if generic is not None else None
         self._generic_index = tuple(i for i, r in enumerate(rules) if r.keyword is None) if generic else ()
+        self.maps: list = [False] * len(rules)
+
+    def find(self, text: str, pos: int, endpos: int) -> Optional[tuple[int, Any]]:
+        """``(index, match)`` of the first rule whose alternative matches, or None."""
+        found = None
+        own = self._own
+        if own is not None:
+            m = own.match(text, pos, endpos)
+            if m is not None:
+                found = self._own_index[0 if own.single else own.position[m.lastindex]]
+                found_m = m
+        generic = self._generic
+        if generic is not None and (found is None or found > self._generic_index[0]):
+            m = generic.match(text, pos, endpos)
+            if m is not None:
+                index = self._generic_index[0 if generic.single else generic.position[m.lastindex]]
+                if found is None or index < found:
+                    found, found_m = index, m
+        return None if found is None else (found, found_m)
 
     def first(self, text: str, pos: int, endpos: int) -> Optional[int]:
-        found = None
-        if self._own_index:
-            own = self._own
-            m = own.pattern().match(text, pos, endpos)
-            if m is not None:
-                found = self._own_index[0 if own.single else int(m.lastgroup[1:])]
-        if self._generic is not None and (found is None or found > self._generic_index[0]):
-            generic = self._generic._own
-            m = generic.pattern().match(text, pos, endpos)
-            if m is not None:
-                index = self._generic_index[0 if generic.single else int(m.lastgroup[1:])]
-                if found is None or index < found:
-                    found = index
-        return found
+        """The index in ``rules`` of the first rule whose alternative matches, or None."""
+        found = self.find(text, pos, endpos)
+        return None if found is None else found[0]
 
     def pattern(self) -> None:
-        """Compile (and check) the alternations now."""
-        self._own.pattern()
-        if self._generic is not None:
-            self._generic._own.pattern()
+        """Compile (and check) the alternations now, and name each rule's groups."""
+        for alternation, indexes in ((self._own, self._own_index), (self._generic, self._generic_index)):
+            if alternation is not None:
+                alternation.pattern()
+                for i, mapping in zip(indexes, alternation.maps):
+                    self.maps[i] = mapping
 
 
 class _Alternation:
-    """Rules as one ``re`` alternation, one named group ``_<i>`` per rule.
+    """Rules as one ``re`` alternation, one named group ``_<i>`` per rule (see :class:`Master`).
 
     One rule without a ``classify`` pattern is its own alternation (``single``): its
     compiled pattern serves, so it is not compiled a second time (compiling is most
-    of a small file's start-up)."""
+    of a small file's start-up).  ``match`` compiles on first use; ``position`` gives a
+    rule's place in ``rules`` by the number of the group that closed last."""
 
-    __slots__ = ("rules", "_pattern", "_path", "single")
+    __slots__ = ("rules", "_pattern", "_path", "single", "position", "maps", "match")
 
     def __init__(self, rules: tuple[Statement, ...], path: Path):
         self.rules = rules
         self._pattern = None
         self._path = path
         self.single = len(rules) == 1 and rules[0].classify is None
+        self.position: list = []
+        self.maps: list = []
+        self.match = self._first_match
+
+    def _first_match(self, text: str, pos: int, endpos: int) -> Any:
+        return self.pattern().match(text, pos, endpos)
 
     def pattern(self) -> Any:
         compiled = self._pattern
-        if compiled is None and self.single:
+        if compiled is not None:
+            return compiled
+        if self.single:
             compiled = self.rules[0].fast
             if isinstance(compiled, re.Pattern):
-                self._pattern = compiled
-                return compiled
+                self.position = [0] * (compiled.groups + 1)
+                self.maps = [None]
+                return self._set(compiled)
             compiled = None  # it needs `regex`: the error below names the rule
-        if compiled is None:
-            source = "|".join(f"(?P<_{i}>{rule.master_source()})" for i, rule in enumerate(self.rules))
-            try:
-                compiled = re.compile(source)
-            except re.error as exc:
-                bad = next((r.name for r in self.rules if not _compiles(r.master_source())), "?")
-                raise GrammarError(
-                    f"{self._path}: rule '{bad}': the master pattern needs every rule in `re` "
-                    f"(give a rule that needs `regex` a `classify` pattern): {exc}"
-                ) from None
-            self._pattern = compiled
+        source = "|".join(f"(?P<_{i}>{rule.master_source(f'_{i}_')})" for i, rule in enumerate(self.rules))
+        try:
+            compiled = re.compile(source)
+        except re.error as exc:
+            bad = next((r.name for i, r in enumerate(self.rules) if not _compiles(r.master_source(f"_{i}_"))), "?")
+            raise GrammarError(
+                f"{self._path}: rule '{bad}': the master pattern needs every rule in `re` "
+                f"(give a rule that needs `regex` a `classify` pattern): {exc}"
+            ) from None
+        index = compiled.groupindex
+        position = [0] * (compiled.groups + 1)
+        maps = []
+        for i, rule in enumerate(self.rules):
+            position[index[f"_{i}"]] = i
+            maps.append(False if rule.classify is not None else
+                        {name: index[f"_{i}_{name}"] for name in rule.group_names()})
+        self.position = position
+        self.maps = maps
+        return self._set(compiled)
+
+    def _set(self, compiled: Any) -> Any:
+        self._pattern = compiled
+        self.match = compiled.match
         return compiled
 
 
@@ -319,7 +359,7 @@ class Grammar:
         return float(self.limits["match_timeout"])
 
     def master(self, keyword: Optional[str]) -> Master:
-        """The master pattern of the rules a line starting with ``keyword`` tries."""
+        """The master pattern of the rules a line starting with ``keyword`` tries (compiled)."""
         found = self._masters.get(keyword)
         if found is None:
             generic = self._masters.get(None)
@@ -329,6 +369,7 @@ class Grammar:
                 found = Master(self.rules_by_keyword[keyword], self.path, generic if self.generic_rules else None)
             else:
                 found = generic
+            found.pattern()
             self._masters[keyword] = found
         return found
 

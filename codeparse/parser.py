@@ -18,7 +18,7 @@ Nothing here raises on bad input: a line no rule matches becomes a
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from .codes import diagnostic
@@ -33,33 +33,105 @@ _EXCERPT = 60  # characters of an unparsed line quoted in its message
 _NEST_DEPTH = 3
 
 
-@dataclass(slots=True)
 class Stmt:
-    """One statement: the rule that matched it and the match (its named groups)."""
+    """One statement: the rule that matched it, its offsets, and its named groups.
 
-    rule: Statement
-    match: Any  # regex.Match over the whole source text
-    start: int  # offset of the statement's first character (after indentation)
-    end: int  # offset just past its last character
-    column: int  # indentation width
-    body: list["Stmt"] = field(default_factory=list)
-    # For `if`: the statements of its `else:` block (or the `elif` chained to it).
-    orelse: Optional[list["Stmt"]] = None
-    else_stmt: Optional["Stmt"] = None
-    block_end: int = -1  # offset just past the last statement inside, or `end`
-    # An `else:` that follows an unparsed line (most likely the `if` it belongs to):
-    # not reported again as dangling.
-    after_unparsed: bool = False
+    Offsets are into the whole source text.  ``group(name)`` and ``span_of(name)`` read
+    the rule's named groups; ``match`` is a match object for them (the rule's own match,
+    or a view of the master pattern's match that the rule's groups are part of)."""
 
-    @property
-    def kind(self) -> str:
-        return self.rule.emits
+    __slots__ = ("rule", "kind", "_m", "_g", "start", "end", "column", "body", "orelse", "else_stmt",
+                 "block_end", "after_unparsed")
+
+    def __init__(self, rule: Statement, match: Any, start: int, end: int, column: int,
+                 groups: Optional[dict] = None):
+        self.rule = rule
+        self.kind = rule.emits
+        self._m = match  # over the whole source text
+        self._g = groups  # group name -> number in `match`, or None: `match` is the rule's own
+        self.start = start  # offset of the statement's first character (after indentation)
+        self.end = end  # offset just past its last character
+        self.column = column  # indentation width
+        self.body: list[Stmt] = []
+        # For `if`: the statements of its `else:` block (or the `elif` chained to it).
+        self.orelse: Optional[list[Stmt]] = None
+        self.else_stmt: Optional[Stmt] = None
+        self.block_end = -1  # offset just past the last statement inside, or `end`
+        # An `else:` that follows an unparsed line (most likely the `if` it belongs to):
+        # not reported again as dangling.
+        self.after_unparsed = False
+
+    def __repr__(self) -> str:
+        return f"Stmt({self.rule.name!r}, {self.start}, {self.end})"
 
     def group(self, name: str) -> Optional[str]:
-        return self.match.group(name)
+        g = self._g
+        return self._m.group(name if g is None else _number(g, name))
 
     def span_of(self, name: str) -> tuple[int, int]:
-        return self.match.span(name)
+        g = self._g
+        return self._m.span(name if g is None else _number(g, name))
+
+    @property
+    def match(self) -> Any:
+        return self._m if self._g is None else _RuleMatch(self._m, self._g)
+
+
+def _number(groups: dict, name: str) -> int:
+    number = groups.get(name)
+    if number is None:
+        raise IndexError("no such group")
+    return number
+
+
+class _RuleMatch:
+    """One rule's named groups within a master pattern's match, read like the rule's own
+    match (``group``, ``span``, ``start``, ``end``, ``groupdict``, ``re.groupindex``)."""
+
+    __slots__ = ("_m", "_g")
+
+    def __init__(self, match: Any, groups: dict):
+        self._m = match
+        self._g = groups
+
+    def group(self, name: Any = 0) -> Optional[str]:
+        number = 0 if name == 0 else self._g.get(name)
+        if number is None:
+            raise IndexError("no such group")
+        return self._m.group(number)
+
+    def span(self, name: Any = 0) -> tuple[int, int]:
+        number = 0 if name == 0 else self._g.get(name)
+        if number is None:
+            raise IndexError("no such group")
+        return self._m.span(number)
+
+    def start(self, name: Any = 0) -> int:
+        return self.span(name)[0]
+
+    def end(self, name: Any = 0) -> int:
+        return self.span(name)[1]
+
+    def groupdict(self, default: Any = None) -> dict:
+        m = self._m
+        return {name: m.group(number) if m.start(number) >= 0 else default for name, number in self._g.items()}
+
+    @property
+    def re(self) -> "_RuleNames":
+        return _RuleNames(self._g)
+
+    @property
+    def string(self) -> str:
+        return self._m.string
+
+
+class _RuleNames:
+    """What ``match.re`` tells of a rule: its group names (``groupindex``)."""
+
+    __slots__ = ("groupindex",)
+
+    def __init__(self, groups: dict):
+        self.groupindex = groups
 
 
 @dataclass(slots=True)
@@ -170,6 +242,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     pairs = grammar.bracket_pairs
 
     find_bracket = bracket_finder(grammar, "search")
+    nested = nesting(grammar)[1]
 
     def excess(start: int, end: int) -> tuple[int, bool]:
         """Opening minus closing brackets in ``text[start:end]``, and whether every
@@ -286,26 +359,35 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         word = first_word(text, indent_end, text_end)
         key = word.group() if word else None
         # Every match is bounded to the statement's logical line, so a failing rule
-        # never reads (or searches for a literal) past it: cost per byte is flat.
-        stop, even = logical_end(indent_end, text_end, column)
-        m = rule = None
+        # never reads (or searches for a literal) past it: cost per byte is flat.  A line
+        # whose brackets nest (most lines) ends where it is.
+        if nested(text, indent_end, text_end) is not None:
+            stop, even = text_end, True
+        else:
+            stop, even = logical_end(indent_end, text_end, column)
+        m = rule = groups = None
         if stop - indent_end <= fast_len:
             master = masters.get(key)
             if master is None:
                 master = masters[key] = grammar.master(key)
-            first = master.first(text, indent_end, stop)
-            if first is not None:
-                # The first rule that can match; a rule classified by a looser pattern
-                # may still fail, and then the rules after it are tried in order.
+            found = master.find(text, indent_end, stop)
+            if found is not None:
+                index, m = found
                 rules = master.rules
-                for index in range(first, len(rules)):
-                    rule = rules[index]
-                    pattern = fast.get(rule)
-                    if pattern is None:
-                        pattern = fast[rule] = rule.fast
-                    m = pattern.match(text, indent_end, stop)
-                    if m is not None:
-                        break
+                rule = rules[index]
+                groups = master.maps[index]
+                if groups is False:
+                    # Classified by a looser pattern: the rule may still fail, and then
+                    # the rules after it are tried in order.
+                    groups = m = None
+                    for index in range(index, len(rules)):
+                        rule = rules[index]
+                        pattern = fast.get(rule)
+                        if pattern is None:
+                            pattern = fast[rule] = rule.fast
+                        m = pattern.match(text, indent_end, stop)
+                        if m is not None:
+                            break
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:
@@ -327,7 +409,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             pos = next_pos
             continue
         end = m.end()
-        stmt = Stmt(rule, m, indent_end, end, column)
+        stmt = Stmt(rule, m, indent_end, end, column, groups)
         if column == recovering:
             stmt.after_unparsed = rule.emits in ("else", "elif")
             recovering = -1

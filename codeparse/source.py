@@ -14,8 +14,11 @@ from .plain import record
 # The fields of a Span, in the model's order, as a key-sharing plain dict (plain.record):
 # a file's data holds thousands of spans.
 _span = record("Span", ("start", "end", "line", "column", "end_line", "end_column"))
+# For callers that know the line and column already: span_data(start, end, line, column,
+# end_line, end_column).
+span_data = _span
 
-__all__ = ["SourceText"]
+__all__ = ["SourceText", "span_data"]
 
 
 class SourceText:

@@ -120,7 +120,9 @@ def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
 def test_classify_patterns_match_every_line_their_rule_matches(grammar_id):
     """Issue 12: a rule that needs `regex` stands in the `re` master pattern as its
     `classify` pattern, which must match wherever the rule does (checked on every line
-    of every fixture text), and the master names the same first rule as trying each."""
+    of every fixture text), and the master names the same first rule as trying each.  A
+    rule that stands in the master as itself gives its groups from the master's match:
+    the same as its own match's."""
     import re
     from pathlib import Path
 
@@ -147,6 +149,13 @@ def test_classify_patterns_match_every_line_their_rule_matches(grammar_id):
         first = master.first(line, 0, len(line))
         found = next((r.name for r in master.rules[first:] if r.fast.match(line)), None) if first is not None else None
         assert found == expected, line
+        hit = master.find(line, 0, len(line))
+        if hit is not None and master.maps[hit[0]] is not False:
+            index, m = hit
+            mapping = master.maps[index]
+            own = master.rules[index].pattern.match(line)
+            groups = m.groupdict() if mapping is None else {name: m.group(i) for name, i in mapping.items()}
+            assert (groups, m.end()) == (own.groupdict(), own.end()), line
 
 
 def test_deep_parentheses_cost_linear_time():
