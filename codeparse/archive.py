@@ -465,6 +465,14 @@ def _placeholder_ok(code_file: CodeFile) -> CodeFile:
     return code_file.model_copy(update={"diagnostics": kept})
 
 
+def _placeholder_plain(code_file: dict) -> dict:
+    """:func:`_placeholder_ok` of a file's plain data."""
+    diagnostics = code_file["diagnostics"]
+    if _TORCHBIND_FOLDER not in code_file["path"] or not any(d["code"] == "CP109" for d in diagnostics):
+        return code_file
+    return dict(code_file, diagnostics=[d for d in diagnostics if d["code"] != "CP109"])
+
+
 def _legacy_hook() -> Optional[Callable[..., Any]]:
     try:
         legacy = importlib.import_module(".legacy", __package__)
@@ -544,7 +552,7 @@ class OpenedArchive:
         self.root_name = ""
         self.legacy = False  # codeparse.legacy built the files (a model.json archive)
         self.legacy_root: Optional[str] = None
-        self._files: Optional[list[CodeFile]] = None
+        self._files: Optional[list[dict]] = None
         self._entries: dict[str, tuple[int, str, bytes]] = {}  # display path -> (index, entry name, bytes)
         self._origins: dict[str, Optional[dict[int, tuple[str, int]]]] = {}
         self._debug_findings: dict[int, dict] = {}  # entry index -> finding
@@ -554,13 +562,14 @@ class OpenedArchive:
         self.line_maps: dict[str, tuple] = {}
 
     @property
-    def files(self) -> list[CodeFile]:
-        """The code files, parsed as one program on first use (:func:`codeparse.resolve.parse_program`)."""
+    def files(self) -> list[dict]:
+        """The code files as plain data (``CodeFile.model_dump(mode="json")``), parsed as one
+        program on first use (:func:`codeparse.resolve.parse_program`)."""
         if self._files is None:
             from .resolve import parse_program
 
-            files, parse_findings = parse_program(self.code, self.grammar, cache=self.cache)
-            self._files = [_placeholder_ok(cf) for cf in files]
+            files, parse_findings = parse_program(self.code, self.grammar, cache=self.cache, as_dict=True)
+            self._files = [_placeholder_plain(cf) for cf in files]
             self.findings.extend(parse_findings)
         return self._files
 
@@ -648,7 +657,7 @@ class OpenedArchive:
 
     def all_origins(self) -> dict[str, dict[int, tuple[str, int]]]:
         """Every code file's origins (every ``.debug_pkl`` read), for the full :class:`Archive`."""
-        parsed = {cf.path for cf in self.files}
+        parsed = {cf["path"] for cf in self.files}
         out = {}
         for display in self._entries:
             if display in parsed:
@@ -671,11 +680,11 @@ def reading_archive(path: str | os.PathLike, policy: Optional[Policy] = None, gr
     the zip is closed when the block ends.  Raises :class:`codeparse.InputError`.
 
     ``data``: the archive's bytes when it is not a file (``check -`` reads standard input)."""
+    from .checkdata import Limits
     from .grammar import load_semantics
-    from .models import Policy
 
     shown = os.fspath(path)
-    policy = policy or Policy()
+    policy = policy or Limits()
     reader, count = _open_zip(shown, policy, data)
     try:
         opened = OpenedArchive(shown, reader, count, policy, cache)
@@ -700,7 +709,7 @@ def reading_archive(path: str | os.PathLike, policy: Optional[Policy] = None, gr
         legacy = _model_json(reader, hook, entries, findings, grammar) if hook is not None else None
         if legacy is not None:
             files, opened.legacy_root = legacy
-            opened._files = [_placeholder_ok(cf) for cf in files]
+            opened._files = [_placeholder_plain(cf.model_dump(mode="json")) for cf in files]
             opened.legacy = True
         opened.code = [(reader.display(n), d) for n, d in entries]
         opened.grammar = grammar

@@ -38,6 +38,11 @@ def _entry(path: str) -> str:
 
 
 def fingerprint(finding: Any) -> tuple[str, str, str, str]:
+    """What a finding (a model, or plain data) is recorded as in a baseline."""
+    if isinstance(finding, dict):
+        from .checkdata import Record
+
+        finding = Record(finding)
     args = finding.args or {}
     if "condition" in args:
         anchor = args["condition"]

@@ -30,11 +30,16 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
+from .checkdata import POLICY_DEFAULTS, Limits, input_report, limits_of, policy_model
+from .checkdata import finding as plain_finding
+from .checkdata import report as plain_report
 from .codes import CODES, diagnostic
-from .models import Finding, InputReport, Policy, Report
-from .walk import Escaped, not_regular, walk_files
+from .walk import DEFAULT_EXCLUDE, Escaped, not_regular, walk_files
+
+if TYPE_CHECKING:  # the models import pydantic: built only for a Python caller (check, check_input)
+    from .models import InputReport, Policy, Report
 
 __all__ = [
     "PolicyError",
@@ -89,19 +94,21 @@ def find_pyproject(start: Optional[Path] = None) -> Optional[Path]:
 
 
 def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None, *,
-                trusted: Optional[bool] = None, notes: Optional[list[str]] = None) -> Policy:
+                trusted: Optional[bool] = None, notes: Optional[list[str]] = None, plain: bool = False) -> Policy:
     """The policy of ``[tool.codeparse]`` in ``pyproject`` (default: the nearest one upward).
 
     A file named explicitly is trusted; the nearest one found upward is not (it belongs
     to the checkout being checked, which may be hostile): it may lower limits and select
     rules, but a limit above the built-in default or ``fail-on = "never"`` is ignored,
     with a one-line note appended to ``notes``.  ``trusted`` overrides the default.
+    ``plain``: the policy as :class:`~codeparse.checkdata.Limits` (no pydantic).
     """
     path = Path(pyproject) if pyproject is not None else find_pyproject(start)
     if trusted is None:
         trusted = pyproject is not None
+    empty = Limits()
     if path is None:
-        return Policy()
+        return empty if plain else policy_model(empty)
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
@@ -122,18 +129,18 @@ def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[P
             raise PolicyError(f"{path}: [tool.codeparse] has an unknown key {key!r}; known: {known}")
         values[field] = value
     if not trusted:
-        defaults = Policy()
         for field in list(values):
             value = values[field]
             raises = (field in _LIMITS and isinstance(value, (int, float)) and not isinstance(value, bool)
-                      and value > getattr(defaults, field))
+                      and value > POLICY_DEFAULTS[field])
             if raises or (field == "fail_on" and value == "never"):
                 del values[field]
                 shown = field.replace("_", "-")
                 if notes is not None:
                     notes.append(f"{path}: {shown} = {value!r} is ignored: a pyproject.toml found in the "
                                  f"checked tree may only lower limits (pass --{shown} or --config FILE)")
-    return policy_with(Policy(), where=str(path), **values)
+    out = policy_with(empty, where=str(path), **values)
+    return out if plain else policy_model(out)
 
 
 def load_cache_dir(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None) -> Optional[str]:
@@ -169,7 +176,8 @@ def _codes(values: Iterable[str], where: str) -> list[str]:
 
 
 def policy_with(policy: Policy, where: str = "command line", **changes: Any) -> Policy:
-    """``policy`` with the given fields replaced (None leaves a field alone), checked."""
+    """``policy`` with the given fields replaced (None leaves a field alone), checked: a
+    :class:`Policy`, or :class:`~codeparse.checkdata.Limits` for Limits."""
     data = policy.model_dump()
     for key, value in changes.items():
         if value is None:
@@ -213,6 +221,10 @@ def policy_with(policy: Policy, where: str = "command line", **changes: Any) -> 
         else:
             raise PolicyError(f"{where}: unknown policy field {key!r}")
         data[key] = value
+    if isinstance(policy, Limits):
+        return Limits(**data)
+    from .models import Policy
+
     return Policy.model_validate(data)
 
 
@@ -223,8 +235,10 @@ def selected(code: str, policy: Policy) -> bool:
     return not policy.select or any(code.startswith(p) for p in policy.select)
 
 
-def fails(finding: Finding, policy: Policy) -> bool:
-    return policy.fail_on != "never" and SEVERITY_RANK[finding.severity] >= SEVERITY_RANK[policy.fail_on]
+def fails(finding: Any, policy: Any) -> bool:
+    """Whether a finding (plain data, or a model) fails the check under ``policy``."""
+    severity = finding["severity"] if isinstance(finding, dict) else finding.severity
+    return policy.fail_on != "never" and SEVERITY_RANK[severity] >= SEVERITY_RANK[policy.fail_on]
 
 
 # ------------------------------------------------------------------------- inputs
@@ -281,8 +295,6 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
         p = Path(raw)
         if p.is_dir():
             found = []
-            from .models import DEFAULT_EXCLUDE
-
             skip = [*DEFAULT_EXCLUDE, *exclude]
             for name in walk_files(p):
                 if matches(os.path.relpath(name, p), skip) or (exclude and matches(str(name), exclude)):
@@ -312,8 +324,9 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
     return out
 
 
-def _whole(code: str, path: str, **args: Any) -> Finding:
-    return Finding.model_validate(diagnostic(code, path, None, **args))
+def _whole(code: str, path: str, **args: Any) -> dict:
+    """A finding (plain data) about a whole input."""
+    return plain_finding(diagnostic(code, path, None, **args))
 
 
 def read_stdin() -> bytes:
@@ -340,80 +353,106 @@ def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: 
                 scan_only: bool = False, cache: Any = None) -> InputReport:
     """Check one input: a model file of any kind (by its bytes) or code text (never raises
     for bad input).  ``data`` holds its bytes when it is not a file (``-``: standard input).
-    ``scan_only``: the pickle checks alone (``codeparse scan``)."""
-    from .api import InputError, parse_bytes, parse_file
-    from .archive import is_archive_path, read_archive
-    from .resolve import condition_finding, to_finding
+    ``scan_only``: the pickle checks alone (``codeparse scan``).  The :class:`InputReport`
+    of :func:`input_data`."""
+    from .checkdata import input_model
+
+    return input_model(input_data(path, limits_of(policy), problem, data, scan_only, cache))
+
+
+def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: Optional[bytes] = None,
+               scan_only: bool = False, cache: Any = None) -> dict:
+    """:func:`check_input` as plain data (``InputReport.model_dump(mode="json")``): what
+    ``check`` runs for each input, in its worker process."""
+    from .api import InputError
+    from .archive import is_archive_path
 
     if problem == NOT_A_MODEL:
-        return InputReport(path=path, kind="other", readable=True)
+        return input_report(path, "other", True)
     if problem is not None and problem.startswith(OUTSIDE_TREE):
         target = problem[len(OUTSIDE_TREE):]
-        return InputReport(path=path, kind="other", readable=True,
-                           findings=_filter([_whole("CP342", path, link=path, target=target)], policy))
+        return input_report(path, "other", True,
+                            findings=_filter([_whole("CP342", path, link=path, target=target)], policy))
     if problem is not None:
-        return InputReport(path=path, kind="code", readable=False,
-                           findings=_filter([_whole("CP301", path, reason=problem)], policy, force=True))
+        return input_report(path, "code", False,
+                            findings=_filter([_whole("CP301", path, reason=problem)], policy, force=True))
     if path == "-" and data is None:
         data = read_stdin()
     if scan_only:
         from .scan import scan_only as scan
 
         report = scan(path, policy, data)
-        return report.model_copy(update={"findings": _filter(report.findings, policy, force=not report.readable)})
+        report["findings"] = _filter(report["findings"], policy, force=not report["readable"])
+        return report
     kind = _kind(path, data, policy)
     if kind is not None and kind.kind not in ("torchscript", "other"):
         from .scan import scan_input
 
         report = scan_input(path, kind, policy, data)
-        return report.model_copy(update={"findings": _filter(report.findings, policy, force=not report.readable)})
+        report["findings"] = _filter(report["findings"], policy, force=not report["readable"])
+        return report
     if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
-        extras: dict = {}
         try:
             if policy.target != "export":
                 return _check_archive(path, policy, cache, data)
             # torch.export's rules read the whole Archive and every debug line map.
+            from .archive import read_archive
+
+            extras: dict = {}
             archive = read_archive(path, policy, data=data, extras=extras, cache=cache)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
-            return InputReport(path=path, kind="archive", readable=False,
-                               findings=_filter([Finding.model_validate(finding)], policy, force=True))
-        return archive_report(path, archive, extras, policy)
+            return input_report(path, "archive", False,
+                                findings=_filter([plain_finding(finding)], policy, force=True))
+        return archive_report(path, archive, extras, policy).model_dump(mode="json")
+    return _check_code(path, policy, data)
+
+
+def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> dict:
+    """One code text (a ``.code`` file, standard input)."""
+    from .api import InputError, parse_bytes, parse_file
+    from .resolve import condition_finding
+
     try:
         if data is not None and len(data) > policy.max_entry_bytes:
             data = None  # standard input over the limit: parse_file says so (CP344)
             raise InputError(path, "", "CP344")
-        code_file = parse_file(path, max_bytes=policy.max_entry_bytes) if data is None else parse_bytes(data, path)
+        code_file = (parse_file(path, max_bytes=policy.max_entry_bytes, as_dict=True) if data is None
+                     else parse_bytes(data, path, as_dict=True))
     except InputError as exc:
         finding = getattr(exc, "finding", None)
         if exc.code == "CP344" and finding is None:
             finding = diagnostic("CP344", path, None, size=f"more than {policy.max_entry_bytes}",
                                  limit=policy.max_entry_bytes)
-        found = Finding.model_validate(finding) if finding else _whole(exc.code, path, reason=exc.message)
-        return InputReport(path=path, kind="code", readable=False, findings=_filter([found], policy, force=True))
-    findings = [to_finding(d.model_dump()) for d in code_file.diagnostics]
-    functions = [m for c in code_file.classes for m in c.methods] + list(code_file.functions)
+        found = plain_finding(finding) if finding else _whole(exc.code, path, reason=exc.message)
+        return input_report(path, "code", False, findings=_filter([found], policy, force=True))
+    findings = [plain_finding(d) for d in code_file["diagnostics"]]
+    functions = [m for c in code_file["classes"] for m in c["methods"]] + list(code_file["functions"])
     ifs = []
     for fn in functions:
-        for if_ in fn.ifs:
-            ifs.append(condition_finding(path, fn.qualified_name, if_))
+        for if_ in fn["ifs"]:
+            ifs.append(condition_finding(path, fn["qualified_name"], if_))
     verdict = None
     if policy.target == "export":
         from .export import code_file_export
+        from .models import code_file_from_plain
 
-        found, verdict = code_file_export(code_file)
-        findings.extend(found)
+        found, verdict = code_file_export(code_file_from_plain(code_file))
+        findings.extend(f.model_dump(mode="json") for f in found)
+        verdict = verdict.model_dump(mode="json")
     else:
         findings.extend(ifs)
-    findings.sort(key=lambda f: f.span.start if f.span else -1)
-    return InputReport(path=path, kind="code", readable=True, files=1, branches=len(ifs),
-                       findings=_filter(findings, policy), export=verdict)
+    findings.sort(key=lambda f: f["span"]["start"] if f["span"] else -1)
+    return input_report(path, "code", True, files=1, branches=len(ifs), findings=_filter(findings, policy),
+                        export=verdict)
 
 
-def archive_report(path: str, archive: Any, extras: dict, policy: Policy) -> InputReport:
+def archive_report(path: str, archive: Any, extras: dict, policy: Any) -> InputReport:
     """The report of an archive already read (``read_archive(..., extras=extras)``): its
     findings under the policy's target and selection, and the export verdict (also used by
     ``codeparse report``, which shows the archive itself besides)."""
+    from .models import InputReport
+
     live = sum(1 for b in archive.branches if b.reachable)
     findings, verdict = list(archive.findings), None
     if policy.target == "export":
@@ -422,11 +461,11 @@ def archive_report(path: str, archive: Any, extras: dict, policy: Policy) -> Inp
         found, verdict = archive_export(archive, extras)
         findings = _with_export(findings, found, [cf.path for cf in archive.files])
     return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
-                       findings=_filter(findings, policy), export=verdict)
+                       findings=[f for f in findings if selected(f.code, policy)], export=verdict)
 
 
-def _with_export(findings: list[Finding], export: list[Finding], order: list[str]) -> list[Finding]:
-    """An archive's findings with its trace-target condition findings (CP201-CP208) replaced by ``export``."""
+def _with_export(findings: list[Any], export: list[Any], order: list[str]) -> list[Any]:
+    """An archive's findings (models) with its trace-target condition findings (CP201-CP208) replaced by ``export``."""
     from .resolve import CONDITION_CODES, TRAINING_CODE
 
     trace_codes = set(CONDITION_CODES.values()) | {TRAINING_CODE}
@@ -436,7 +475,7 @@ def _with_export(findings: list[Finding], export: list[Finding], order: list[str
     return sorted(merged, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
 
 
-def _check_archive(path: str, policy: Policy, cache: Any, data: Optional[bytes] = None) -> InputReport:
+def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None) -> dict:
     """One archive: each entry parsed once, the program resolved, and only the selected
     findings built.
 
@@ -452,7 +491,7 @@ def _check_archive(path: str, policy: Policy, cache: Any, data: Optional[bytes] 
         cache = EntryCache()
     with reading_archive(path, policy, None, data, cache) as opened:
         program = _program(opened, cache)
-        per_file: list[Finding] = []
+        per_file: list[dict] = []
         for display, found in program["per_file"]:
             kept = [d for d in found if selected(d["code"], policy)]
             if not kept:
@@ -461,8 +500,7 @@ def _check_archive(path: str, policy: Policy, cache: Any, data: Optional[bytes] 
             per_file.extend(to_finding(d, origins) for d in kept)
         head = opened.findings + program["parse_findings"] + opened.debug_findings() + opened.tail_findings()
     findings = [to_finding(d) for d in head if selected(d["code"], policy)] + per_file
-    return InputReport(path=path, kind="archive", readable=True, files=program["files"], branches=program["live"],
-                       findings=findings)
+    return input_report(path, "archive", True, files=program["files"], branches=program["live"], findings=findings)
 
 
 def _program(opened: Any, cache: Any) -> dict:
@@ -497,21 +535,21 @@ def _program(opened: Any, cache: Any) -> dict:
     analysis = analyse(files, root_class)
     result = {"files": len(files), "live": sum(1 for c in analysis.conditions if c[3]),
               "parse_findings": parse_findings,
-              "per_file": [(cf.path, analysis.file_findings(cf.path)) for cf in files]}
+              "per_file": [(cf["path"], analysis.file_findings(cf["path"])) for cf in files]}
     if key is not None:
         def rel(d: dict) -> dict:
             return dict(d, path=d["path"][len(prefix):] if d["path"].startswith(prefix) else d["path"])
 
         cache.put_program(key, {"files": result["files"], "live": result["live"],
                                 "parse_findings": [rel(d) for d in parse_findings],
-                                "per_file": [(cf.path[len(prefix):], [rel(d) for d in found])
+                                "per_file": [(cf["path"][len(prefix):], [rel(d) for d in found])
                                              for cf, (_, found) in zip(files, result["per_file"])]})
     return result
 
 
-def _filter(findings: Iterable[Finding], policy: Policy, force: bool = False) -> list[Finding]:
-    """The findings the policy selects; ``force`` keeps the reason an input is unreadable."""
-    return [f for f in findings if force or selected(f.code, policy)]
+def _filter(findings: Iterable[dict], policy: Any, force: bool = False) -> list[dict]:
+    """The findings (plain data) the policy selects; ``force`` keeps the reason an input is unreadable."""
+    return [f for f in findings if force or selected(f["code"], policy)]
 
 
 _process_caches: dict[Optional[str], Any] = {}
@@ -528,44 +566,36 @@ def _worker_cache(cache_dir: Optional[str]) -> Any:
     return found
 
 
-def over_budget(path: str, reason: str) -> InputReport:
+def over_budget(path: str, reason: str) -> dict:
     """The report of an input that ran out of its budget: CP340 alone (its partial results
     dropped), unreadable, so that exhausting the budget can never pass a gate."""
     from .archive import is_archive_path
 
     kind = "archive" if path != "-" and is_archive_path(path) else "code"
-    return InputReport(path=path, kind=kind, readable=False, findings=[_whole("CP340", path, reason=reason)])
+    return input_report(path, kind, False, findings=[_whole("CP340", path, reason=reason)])
 
 
-def _check_safely(path: str, policy: Policy, problem: Optional[str], data: Optional[bytes] = None,
-                  scan_only: bool = False, cache: Any = None) -> InputReport:
-    """``check_input`` that never raises; ``cache`` is an EntryCache, or a cache folder
+def _check_safely(path: str, policy: Limits, problem: Optional[str], data: Optional[bytes] = None,
+                  scan_only: bool = False, cache: Any = None) -> dict:
+    """:func:`input_data` that never raises; ``cache`` is an EntryCache, or a cache folder
     (or None) naming the worker process's own cache."""
     if cache is None or isinstance(cache, (str, os.PathLike)):
         cache = _worker_cache(os.fspath(cache) if cache is not None else None)
     try:
-        return check_input(path, policy, problem, data, scan_only, cache)
+        return input_data(path, policy, problem, data, scan_only, cache)
     except RecursionError:
         reason = "nested too deeply to read"
     except MemoryError:
         return over_budget(path, f"more than {policy.max_memory} MB of memory (--max-memory)")
     except Exception as exc:  # noqa: BLE001 - one input never stops the others, never a traceback
         reason = f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    return InputReport(path=path, kind="code", readable=False,
-                       findings=[_whole("CP301", path, reason=reason)])
+    return input_report(path, "code", False, findings=[_whole("CP301", path, reason=reason)])
 
 
 def _check_in_worker(*args: Any) -> Any:
-    """:func:`_check_safely` in a budget worker: the report as JSON text, which the parent
-    reads back about three times faster than a pickled model (the same report: JSON is
-    its contract); the report itself when it has no JSON form (a lone surrogate in a name)."""
-    report = _check_safely(*args)
-    if isinstance(report, InputReport):
-        try:
-            return report.model_dump_json()
-        except ValueError:
-            pass
-    return report
+    """:func:`_check_safely` in a budget worker: the report as plain data (dicts pickle
+    back to the parent quickly)."""
+    return _check_safely(*args)
 
 
 # A small archive class file, parsed once per process before workers are forked (warm_up).
@@ -651,7 +681,27 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     named that are no model file are treated as in a directory walk (pre-commit).
     ``cache_dir`` turns the on-disk content cache on (:mod:`codeparse.cache`); an
     in-memory one lives for the call either way.
+
+    The models are built from :func:`check_data`'s plain data.
     """
+    from .checkdata import input_model, report_model
+    from .models import Policy
+
+    if policy is not None and not isinstance(policy, Policy):
+        raise TypeError(f"check expects policy as a codeparse.Policy or None, not {type(policy).__name__}")
+    arrived = None if progress is None else (lambda item: progress(input_model(item)))
+    data = check_data(paths, limits_of(policy) if policy is not None else None, jobs, arrived, scan_only=scan_only,
+                      skip_other=skip_other, pyproject=pyproject, cache_dir=cache_dir)
+    return report_model(data)
+
+
+def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = None, jobs: int = 1,
+               progress: Optional[Callable[[dict], None]] = None, *, scan_only: bool = False,
+               skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None,
+               cache_dir: Optional[str | os.PathLike] = None) -> dict:
+    """:func:`check` as plain data: the report as ``Report.model_dump(mode="json")``,
+    built without pydantic (what the CLI writes), from a :class:`~codeparse.checkdata.Limits`
+    policy; ``progress`` gets each input's plain report as it arrives."""
     from .cache import EntryCache
 
     folder = os.fspath(cache_dir) if cache_dir is not None else None
@@ -659,20 +709,18 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
     from .api import _paths
 
     paths = _paths(paths, "check")  # one str is one path, never a walk of its characters
-    if policy is not None and not isinstance(policy, Policy):
-        raise TypeError(f"check expects policy as a codeparse.Policy or None, not {type(policy).__name__}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TypeError(f"check expects jobs as a positive int, not {jobs!r}")
     if policy is None:
         if pyproject is True:
-            policy = load_policy()
+            policy = load_policy(plain=True)
         elif pyproject:
-            policy = load_policy(pyproject)
+            policy = load_policy(pyproject, plain=True)
         else:
-            policy = Policy()
+            policy = Limits()
     inputs = expand_inputs(paths, models_only=scan_only,
                            exclude=[*policy.exclude, *policy.extend_exclude], skip_other=skip_other)
-    reports: list[InputReport] = []
+    reports: list[dict] = []
     stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
     from . import budget
 
@@ -687,13 +735,11 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
             fingerprint()  # what names this codeparse in the cache folder: hashed once, not per worker
         tasks = [(path, policy, problem, stdin if path == "-" else None, scan_only, folder) for path, problem in inputs]
 
-        received: dict[int, InputReport] = {}
+        received: dict[int, dict] = {}
 
-        def report_of(index: int, result: Any) -> InputReport:
+        def report_of(index: int, result: Any) -> dict:
             if index not in received:
-                if isinstance(result, str):
-                    result = InputReport.model_validate_json(result)
-                elif not isinstance(result, InputReport):
+                if not isinstance(result, dict):
                     result = _failed(inputs[index][0], result)
                 received[index] = result
             return received[index]
@@ -714,62 +760,73 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
             reports.append(report)
             if progress is not None:
                 progress(report)
-    return make_report(adjust(reports, policy), policy)
+    return make_report_data(adjust(reports, policy), policy)
 
 
-def is_library(finding: Finding) -> bool:
-    """In torch's own library code: an entry under ``__torch__/torch/`` whose original
-    source (when recorded) lies under a ``torch/`` folder."""
-    if "!" not in finding.path or "/__torch__/torch/" not in finding.path.split("!", 1)[1]:
+def is_library(finding: dict) -> bool:
+    """In torch's own library code (a finding as plain data): an entry under
+    ``__torch__/torch/`` whose original source (when recorded) lies under a ``torch/`` folder."""
+    path = finding["path"]
+    if "!" not in path or "/__torch__/torch/" not in path.split("!", 1)[1]:
         return False
-    return finding.origin is None or "/torch/" in "/" + finding.origin.path.replace("\\", "/")
+    origin = finding["origin"]
+    return origin is None or "/torch/" in "/" + origin["path"].replace("\\", "/")
 
 
-def adjust(reports: list[InputReport], policy: Policy) -> list[InputReport]:
-    """Mark library findings; drop the excluded, the per-file-ignored and the baselined ones."""
+def adjust(reports: list[dict], policy: Any) -> list[dict]:
+    """Mark library findings; drop the excluded, the per-file-ignored and the baselined ones
+    (input reports as plain data; new dicts where anything changes)."""
     from .baseline import apply_baseline, load_baseline
 
     remaining = load_baseline(policy.baseline) if policy.baseline else None
     exclude = [*policy.exclude, *policy.extend_exclude]
     out = []
     for report in reports:
-        if not report.readable or not report.findings:
+        if not report["readable"] or not report["findings"]:
             out.append(report)
             continue
         kept = []
-        for f in report.findings:
-            places = [f.path, f.path.split("!", 1)[1] if "!" in f.path else f.path]
-            if f.origin is not None:
-                places.append(f.origin.path)
+        for f in report["findings"]:
+            places = [f["path"], f["path"].split("!", 1)[1] if "!" in f["path"] else f["path"]]
+            if f["origin"] is not None:
+                places.append(f["origin"]["path"])
             if exclude and any(matches(p, exclude) for p in places[1:]):
                 continue
             ignored = [c for glob, codes in policy.per_file_ignores.items() if any(matches(p, [glob]) for p in places)
                        for c in codes]
-            if ignored and any(f.code.startswith(c) for c in ignored):
+            if ignored and any(f["code"].startswith(c) for c in ignored):
                 continue
             if is_library(f):
-                f = f.model_copy(update={"library": True})
+                f = dict(f, library=True)
             kept.append(f)
         if remaining is not None:
             kept = apply_baseline(kept, remaining)
-        out.append(report.model_copy(update={"findings": kept}))
+        out.append(dict(report, findings=kept))
     return out
 
 
-def _failed(path: str, exc: BaseException) -> InputReport:
-    return InputReport(path=path, kind="code", readable=False,
-                       findings=[_whole("CP301", path, reason=f"internal error: {exc}")])
+def _failed(path: str, exc: BaseException) -> dict:
+    return input_report(path, "code", False, findings=[_whole("CP301", path, reason=f"internal error: {exc}")])
 
 
 def make_report(reports: list[InputReport], policy: Policy) -> Report:
+    """The :class:`Report` of input reports (models) under ``policy``."""
+    from .checkdata import report_model
+
+    data = make_report_data([r.model_dump(mode="json") for r in reports], limits_of(policy))
+    return report_model(data, reports)
+
+
+def make_report_data(reports: list[dict], policy: Limits) -> dict:
+    """The report (plain data) of input reports (plain data) under ``policy``."""
     counts = {"error": 0, "warning": 0, "info": 0}
     failing = False
     for report in reports:
-        for finding in report.findings:
-            counts[finding.severity] += 1
+        for finding in report["findings"]:
+            counts[finding["severity"]] += 1
             failing = failing or fails(finding, policy)
-    if any(not r.readable for r in reports):
+    if any(not r["readable"] for r in reports):
         code = 2
     else:
         code = 1 if failing else 0
-    return Report(inputs=reports, policy=policy, counts=counts, exit_code=code)
+    return plain_report(reports, policy, counts, code)

@@ -112,8 +112,13 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     )
 
 
-def _write_report(report: Any, fmt: str, out: TextIO, color: Optional[bool], statistics: bool,
+def _write_report(data: dict, fmt: str, out: TextIO, color: Optional[bool], statistics: bool,
                   quiet: bool) -> None:
+    """Write the report (plain data, :func:`codeparse.check.check_data`) in ``fmt``: the
+    bytes the models would write, without building them."""
+    from .checkdata import Record, dumps
+
+    report = Record(data)
     policy = report.policy
     if statistics:
         from .reporters import render_statistics, statistics as stats
@@ -124,10 +129,20 @@ def _write_report(report: Any, fmt: str, out: TextIO, color: Optional[bool], sta
             render_statistics(report, out)
         return
     if fmt == "json":
-        out.write(report.model_dump_json(indent=2) + "\n")
+        text = dumps(data, indent=2)
+        if text is None:  # no JSON form (a lone surrogate): the models say why, as before
+            from .checkdata import report_model
+
+            text = report_model(data).model_dump_json(indent=2)
+        out.write(text + "\n")
     elif fmt == "jsonl":
-        for item in report.inputs:
-            out.write(item.model_dump_json() + "\n")
+        for item in data["inputs"]:
+            text = dumps(item)
+            if text is None:
+                from .checkdata import input_model
+
+                text = input_model(item).model_dump_json()
+            out.write(text + "\n")
     elif fmt == "sarif":
         from .cli import _version
         from .sarif import to_sarif
@@ -160,18 +175,19 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
 
     from .baseline import BaselineError
     from .budget import cpu_count
+    from .checkdata import Limits
     from .cli_output import opened
     from .escaping import for_text
-    from .models import InputReport, Policy
 
     checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
 
     notes: list[str] = []
     try:
         if isolated:
-            policy = Policy()
+            policy = Limits()
         else:
-            policy = checker.load_policy(config) if config else checker.load_policy(notes=notes)
+            policy = (checker.load_policy(config, plain=True) if config
+                      else checker.load_policy(notes=notes, plain=True))
         policy = checker.policy_with(policy, **options)
         if cache_dir is None and not scan_only:
             cache_dir = checker.load_cache_dir(config) if config else checker.load_cache_dir()
@@ -200,36 +216,44 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
         bar.start()
         task = bar.add_task("check", total=len(inputs))
 
-    def advance(_report: InputReport) -> None:
+    def advance(_report: dict) -> None:
         if bar is not None:
             bar.advance(task)
 
     try:
-        report = checker.check(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only, skip_other=skip_other,
-                               cache_dir=cache_dir)
+        report = checker.check_data(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only,
+                                    skip_other=skip_other, cache_dir=cache_dir)
     except BaselineError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
     finally:
         if bar is not None:
             bar.stop()
-    for item in report.inputs:
-        if not item.readable:
-            reason = item.findings[0] if item.findings else None
-            err.write(f"{for_text(item.path)}: {reason.code} {for_text(reason.message)}\n" if reason
-                      else f"{for_text(item.path)}: unreadable\n")
+    _unreadable(report, err)
     if write_baseline:
         from .baseline import write_baseline as write
+        from .checkdata import Record
 
-        count = write(report, write_baseline)
+        count = write(Record(report), write_baseline)
         err.write(f"codeparse: wrote {count} finding(s) to the baseline {write_baseline}\n")
-        return 2 if report.exit_code == 2 else 0
+        return 2 if report["exit_code"] == 2 else 0
     with opened(output_file) as stream:
         _write_report(report, fmt, stream, color if output_file is None else False, statistics, quiet)
         stream.flush()
-    if exit_zero and report.exit_code == 1:
+    if exit_zero and report["exit_code"] == 1:
         return 0
-    return report.exit_code
+    return report["exit_code"]
+
+
+def _unreadable(report: dict, err: TextIO) -> None:
+    """One line on standard error per input that could not be read."""
+    from .escaping import for_text
+
+    for item in report["inputs"]:
+        if not item["readable"]:
+            reason = item["findings"][0] if item["findings"] else None
+            err.write(f"{for_text(item['path'])}: {reason['code']} {for_text(reason['message'])}\n" if reason
+                      else f"{for_text(item['path'])}: unreadable\n")
 
 
 def _run_dask(paths: list[str], fmt: str, policy: Any, scheduler: str, cache_dir: Optional[str],
@@ -244,19 +268,18 @@ def _run_dask(paths: list[str], fmt: str, policy: Any, scheduler: str, cache_dir
         err.write("codeparse: error: --dask reads files, not standard input\n")
         return 2
     try:
-        result = check_dask(paths, policy, scheduler, cache_dir=cache_dir,
+        from .checkdata import policy_model
+
+        result = check_dask(paths, policy_model(policy), scheduler, cache_dir=cache_dir,
                             parquet_dir=output_file if fmt == "parquet" else None)
     except ScaleError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
     if fmt != "parquet":
-        for item in result.inputs:
-            if not item.readable:
-                reason = item.findings[0] if item.findings else None
-                err.write(f"{for_text(item.path)}: {reason.code} {for_text(reason.message)}\n" if reason
-                          else f"{for_text(item.path)}: unreadable\n")
+        data = result.model_dump(mode="json")
+        _unreadable(data, err)
         with opened(output_file) as stream:
-            _write_report(result, fmt, stream, color if output_file is None else False, statistics, quiet)
+            _write_report(data, fmt, stream, color if output_file is None else False, statistics, quiet)
             stream.flush()
         return 0 if exit_zero and result.exit_code == 1 else result.exit_code
     for row in result.rows:

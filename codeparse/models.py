@@ -334,7 +334,7 @@ class Archive(Node):
     findings: list[Finding] = Field(default_factory=list, description="Everything found, unfiltered.")
 
 
-DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__")
+from .walk import DEFAULT_EXCLUDE  # noqa: E402 - defined where directories are walked (no pydantic there)
 
 
 class Policy(Node):

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 from collections import deque
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
+from .checkdata import finding as _finding
 from .codes import diagnostic
 from .grammar import load_grammar
-from .models import Archive, Branch, ClassDef, CodeFile, Finding, Function, ModuleNode
+
+if TYPE_CHECKING:  # the models are built only for an Archive (resolve)
+    from .models import Archive
 
 __all__ = ["parse_program", "resolve", "analyse", "Analysis", "condition_finding", "condition_diagnostic",
            "to_finding", "CONDITION_CODES"]
@@ -56,76 +59,83 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT else text[:_EXCERPT - 1] + "…"
 
 
-def to_finding(d: dict, origins: Optional[dict] = None) -> Finding:
-    """A diagnostic dict (or Diagnostic dump) as a Finding, with its original line if mapped."""
-    data = dict(d)
-    span = data.get("span")
+def to_finding(d: dict, origins: Optional[Any] = None) -> dict:
+    """A diagnostic dict as a finding (plain data, :func:`codeparse.checkdata.finding`),
+    with its original line when ``origins`` (code line -> ``(file, line)``) maps it."""
+    span = d.get("span")
     if origins and span is not None:
-        line = span["line"] if isinstance(span, dict) else span.line
-        found = origins.get(line)
+        found = origins.get(span["line"])
         if found is not None:
-            data["origin"] = {"path": found[0], "line": found[1]}
-    return Finding.model_validate(data)
+            return _finding(d, {"path": found[0], "line": found[1]})
+    return _finding(d)
 
 
-def condition_diagnostic(path: str, function: str, if_: Any) -> dict:
-    """The condition finding of one ``if`` (an :class:`IfStatement`), as a diagnostic dict."""
-    cond = if_.condition
-    code = CONDITION_CODES[cond.kind]
-    if cond.kind == "attribute" and any(s.ref.endswith(".training") for s in cond.sources):
+def condition_diagnostic(path: str, function: str, if_: dict) -> dict:
+    """The condition finding of one ``if`` (an ``IfStatement`` as plain data), as a diagnostic dict."""
+    cond = if_["condition"]
+    kind = cond["kind"]
+    code = CONDITION_CODES[kind]
+    found = cond["sources"]
+    if kind == "attribute" and any(s["ref"].endswith(".training") for s in found):
         code = TRAINING_CODE
     # The deciding source first (the condition's sources are in that order already).
-    shown = [s for s in cond.sources if s.kind == cond.kind] or list(cond.sources)
-    sources = ", ".join(f"{s.ref} ({s.type})" for s in shown[:4]) or "nothing"
+    shown = [s for s in found if s["kind"] == kind] or list(found)
+    sources = ", ".join(f"{s['ref']} ({s['type']})" for s in shown[:4]) or "nothing"
     if len(shown) > 4:
         sources += f" and {len(shown) - 4} more"
-    shown_text = cond.resolved or cond.text  # `bool(torch.eq(...))`, not the temporary `_2`
-    d = diagnostic(code, path, if_.span.model_dump(), condition=_excerpt(shown_text), sources=sources,
-                   function=function, kind=cond.kind)
-    d["sources"] = [s.model_dump() for s in cond.sources]
+    shown_text = cond["resolved"] or cond["text"]  # `bool(torch.eq(...))`, not the temporary `_2`
+    d = diagnostic(code, path, if_["span"], condition=_excerpt(shown_text), sources=sources,
+                   function=function, kind=kind)
+    d["sources"] = list(found)
     return d
 
 
-def condition_finding(path: str, function: str, if_: Any, origins: Optional[dict] = None) -> Finding:
-    """The condition finding of one ``if`` (an :class:`IfStatement`)."""
+def condition_finding(path: str, function: str, if_: dict, origins: Optional[Any] = None) -> dict:
+    """The condition finding of one ``if`` (plain data)."""
     return to_finding(condition_diagnostic(path, function, if_), origins)
 
 
 class _Program:
-    def __init__(self, files: list[CodeFile], root: str, extra: dict[str, Declared]):
+    """The code files of one archive (plain data, ``CodeFile.model_dump(mode="json")``) by name."""
+
+    def __init__(self, files: list[dict], root: str, extra: dict[str, Declared]):
         self.root = root
         self.extra = extra
         self.current: Optional[str] = None  # the file being parsed, while parsing
         self.misses: dict[str, set[str]] = {}  # file -> classes asked for before they were known
         self.index(files)
 
-    def index(self, files: list[CodeFile]) -> None:
+    def index(self, files: list[dict]) -> None:
         self.files = []
-        self.classes: dict[str, ClassDef] = {}
+        self.classes: dict[str, dict] = {}
         self.class_file: dict[str, str] = {}
-        self.functions: dict[str, Function] = {}
+        self.functions: dict[str, dict] = {}
         self.owner: dict[str, Optional[str]] = {}
         self.function_file: dict[str, str] = {}
         self._declared: dict[str, Optional[Declared]] = {}
         for cf in files:
             self.add(cf)
 
-    def add(self, cf: CodeFile) -> None:
+    def add(self, cf: dict) -> None:
         self.files.append(cf)
-        for cls in cf.classes:
-            if cls.qualified_name in self.classes:
+        path = cf["path"]
+        for cls in cf["classes"]:
+            qualified = cls["qualified_name"]
+            if qualified in self.classes:
                 continue
-            self.classes[cls.qualified_name] = cls
-            self.class_file[cls.qualified_name] = cf.path
-            for m in cls.methods:
-                self.functions.setdefault(m.qualified_name, m)
-                self.owner.setdefault(m.qualified_name, cls.qualified_name)
-                self.function_file.setdefault(m.qualified_name, cf.path)
-        for f in cf.functions:
-            if f.qualified_name not in self.functions:
-                self.functions[f.qualified_name] = f
-                self.owner[f.qualified_name] = None
-                self.function_file[f.qualified_name] = cf.path
+            self.classes[qualified] = cls
+            self.class_file[qualified] = path
+            for m in cls["methods"]:
+                name = m["qualified_name"]
+                self.functions.setdefault(name, m)
+                self.owner.setdefault(name, qualified)
+                self.function_file.setdefault(name, path)
+        for f in cf["functions"]:
+            name = f["qualified_name"]
+            if name not in self.functions:
+                self.functions[name] = f
+                self.owner[name] = None
+                self.function_file[name] = path
 
     # -- declarations ------------------------------------------------------------
     def declared(self, qualified: Optional[str]) -> Optional[Declared]:
@@ -140,8 +150,8 @@ class _Program:
             from .extract import Extractor
 
             shim = SimpleNamespace(sem=_sem(), types=self.types)
-            attrs = [{"name": a.name, "type": a.type, "final": a.final} for a in cls.attributes]
-            out = Extractor._declared(shim, cls.parameters, cls.buffers, attrs)
+            attrs = [{"name": a["name"], "type": a["type"], "final": a["final"]} for a in cls["attributes"]]
+            out = Extractor._declared(shim, cls["parameters"], cls["buffers"], attrs)
             out.update(self.extra.get(qualified, {}))
         elif qualified in self.extra:
             out = dict(self.extra[qualified])
@@ -155,7 +165,7 @@ class _Program:
             if self.current is not None and qualified.startswith(self.root + ".") and not self.is_custom(qualified):
                 self.misses.setdefault(self.current, set()).add(qualified)
             return None
-        return (cls.kind, self.declared(qualified) or {})
+        return (cls["kind"], self.declared(qualified) or {})
 
     def path_type(self, owner: Optional[str], path: str) -> tuple[str, Optional[str]]:
         """Role and type of a dotted path from ``self`` inside a method of ``owner``."""
@@ -168,7 +178,7 @@ class _Program:
                 return "unknown", None
             role, typ = decl.get(part, ("unknown", None))
             cls = self.classes.get(typ) if typ else None
-            if role == "submodule" and cls is not None and cls.kind != "module":
+            if role == "submodule" and cls is not None and cls["kind"] != "module":
                 role = "attribute"
             current = typ
         return role, typ
@@ -263,14 +273,14 @@ class _Answers:
         return self._memo[key]
 
 
-def _with_path(cf: CodeFile, path: str) -> CodeFile:
-    """A cached file (stored with an empty path) under its path in this archive."""
-    return cf.model_copy(update={"path": path, "diagnostics": [d.model_copy(update={"path": path})
-                                                               for d in cf.diagnostics]})
+def _with_path(cf: dict, path: str) -> dict:
+    """A file's plain data under another path (a cached file is stored with an empty path):
+    a new top dict and new diagnostics, everything else shared (never changed in place)."""
+    return dict(cf, path=path, diagnostics=[dict(d, path=path) for d in cf["diagnostics"]])
 
 
 def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = None,
-                  cache: Any = None) -> tuple[list[CodeFile], list[dict]]:
+                  cache: Any = None, *, as_dict: bool = False) -> tuple[list[Any], list[dict]]:
     """Parse the code entries of one archive (``(path, bytes)`` in stored order) as one program.
 
     A pre-pass runs the statement classifier alone over every entry and collects the
@@ -281,8 +291,9 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     classified statements.  ``cache`` (a :class:`codeparse.cache.EntryCache`; a fresh
     in-memory one by default) skips the classifier and the parse of an entry met before
     whose every consulted declaration and function summary gives the same answer here
-    (see :mod:`codeparse.cache`).  Returns the CodeFiles in stored order, and findings
-    for entries that are not code text.
+    (see :mod:`codeparse.cache`).  Returns the CodeFiles in stored order (plain data,
+    ``CodeFile.model_dump(mode="json")``, with ``as_dict``), and findings for entries
+    that are not code text.
     """
     from .api import InputError, declarations, decode_code, finish_file, module_name_for, prepare_text, start_file
     from .cache import EntryCache
@@ -334,28 +345,33 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
 
     functions = _Functions(defined_in, start)
     answers = _Answers(program, functions)
-    files: list[CodeFile] = []
+    files: list[dict] = []
     for index, item in enumerate(items):
         path = item["path"]
         hit = cache.parse(item["key"], answers)
         if hit is not None:
-            model = hit.get("model")
-            if model is None:
-                model = hit["model"] = CodeFile.model_validate(hit["file"])
-            files.append(_with_path(model, path))
+            stored = hit.get("model")
+            if stored is None:
+                stored = hit["model"] = hit["file"]  # from disk: the same plain data
+            files.append(_with_path(stored, path))
             continue
         started = start(index)
         functions.consulted = item["functions"]
         try:
-            cf = finish_file(started)
+            cf = finish_file(started, as_dict=True)
         finally:
             functions.consulted = None
         consulted = {f"type:{q}": answers(f"type:{q}") for q in sorted(item["types"])}
         consulted.update({f"function:{q}": answers(f"function:{q}") for q in sorted(item["functions"])})
         stored = _with_path(cf, "")
-        cache.put_parse(item["key"], consulted, stored, lambda stored=stored: stored.model_dump(mode="json"))
+        cache.put_parse(item["key"], consulted, stored, lambda stored=stored: stored)
         files.append(cf)
-    return files, [findings[p] for p, _ in entries if p in findings]
+    found = [findings[p] for p, _ in entries if p in findings]
+    if as_dict:
+        return files, found
+    from .models import code_file_from_plain
+
+    return [code_file_from_plain(cf) for cf in files], found
 
 
 class Analysis:
@@ -380,15 +396,16 @@ class Analysis:
         return sorted(self.per_file.get(path, []), key=lambda d: (d["span"] or {}).get("start", -1))
 
 
-def analyse(files: list[CodeFile], root_class: Optional[str],
+def analyse(files: list[dict], root_class: Optional[str],
             extra_declarations: Optional[dict[str, Declared]] = None) -> Analysis:
-    """Resolve types, calls and reachability over the code files; collect their findings."""
+    """Resolve types, calls and reachability over the code files (plain data,
+    ``CodeFile.model_dump(mode="json")``); collect their findings."""
     from .api import _sem
 
     sem = _sem()
     prog = _Program(files, sem.root, extra_declarations or {})
 
-    per_file: dict[str, list[dict]] = {cf.path: [] for cf in files}
+    per_file: dict[str, list[dict]] = {cf["path"]: [] for cf in files}
 
     def add(file_path: str, d: dict) -> None:
         per_file.setdefault(file_path, []).append(d)
@@ -402,16 +419,18 @@ def analyse(files: list[CodeFile], root_class: Optional[str],
             if name in prog.classes or prog.is_custom(name) or name in reported:
                 continue
             reported.add(name)
-            add(file_path, diagnostic("CP316", file_path, span.model_dump(), name=name))
+            add(file_path, diagnostic("CP316", file_path, span, name=name))
 
     for cf in files:
-        for cls in cf.classes:
-            for attr in cls.attributes:
-                check_type(cf.path, attr.type, attr.span)
+        path = cf["path"]
+        for cls in cf["classes"]:
+            for attr in cls["attributes"]:
+                check_type(path, attr["type"], attr["span"])
         for fn in _functions_of(cf):
-            for p in fn.signature.params:
-                check_type(cf.path, p.annotation, p.span)
-            check_type(cf.path, fn.signature.returns, fn.span)
+            signature = fn["signature"]
+            for p in signature["params"]:
+                check_type(path, p["annotation"], p["span"])
+            check_type(path, signature["returns"], fn["span"])
 
     # Attributes read through `self` that the class (or the class on the way) does not declare.
     for qn, fn in prog.functions.items():
@@ -419,15 +438,16 @@ def analyse(files: list[CodeFile], root_class: Optional[str],
         if owner is None:
             continue
         seen: set[str] = set()
-        for ref in fn.self_refs:
-            if ref.role != "unknown" or ref.path in seen:
+        for ref in fn["self_refs"]:
+            ref_path = ref["path"]
+            if ref["role"] != "unknown" or ref_path in seen:
                 continue
-            seen.add(ref.path)
-            parent, _, name = ref.path.rpartition(".")
+            seen.add(ref_path)
+            parent, _, name = ref_path.rpartition(".")
             holder = owner if parent == sem.self_name else prog.path_type(owner, parent)[1]
             if holder in prog.classes:
                 file_path = prog.function_file[qn]
-                add(file_path, diagnostic("CP321", file_path, ref.span.model_dump(), ref=ref.path,
+                add(file_path, diagnostic("CP321", file_path, ref["span"], ref=ref_path,
                                           type=holder, name=name))
 
     # The call graph.
@@ -436,34 +456,35 @@ def analyse(files: list[CodeFile], root_class: Optional[str],
         owner = prog.owner.get(qn)
         file_path = prog.function_file[qn]
         edges: list[str] = []
-        for call in fn.calls:
+        for call in fn["calls"]:
             target = None
-            if call.kind == "self_method" and call.method:
+            kind, method, receiver = call["kind"], call["method"], call["receiver"]
+            if kind == "self_method" and method:
                 if owner is None:
                     continue
-                target = f"{owner}.{call.method}"
+                target = f"{owner}.{method}"
                 if target not in prog.functions:
-                    add(file_path, diagnostic("CP318", file_path, call.span.model_dump(), receiver="self",
-                                              type=owner, method=call.method))
+                    add(file_path, diagnostic("CP318", file_path, call["span"], receiver="self",
+                                              type=owner, method=method))
                     continue
-            elif call.kind in ("submodule", "method") and call.receiver and call.method:
-                role, typ = prog.path_type(owner, call.receiver)
+            elif kind in ("submodule", "method") and receiver and method:
+                role, typ = prog.path_type(owner, receiver)
                 if not typ or typ not in prog.classes:
                     continue  # undeclared, a builtin type, or reported where it is declared
-                target = f"{typ}.{call.method}"
-                if target not in prog.functions and not call.method.startswith("__"):
-                    add(file_path, diagnostic("CP318", file_path, call.span.model_dump(), receiver=call.receiver,
-                                              type=typ, method=call.method))
+                target = f"{typ}.{method}"
+                if target not in prog.functions and not method.startswith("__"):
+                    add(file_path, diagnostic("CP318", file_path, call["span"], receiver=receiver,
+                                              type=typ, method=method))
                     continue
-            elif call.kind == "function" and call.target and call.target.startswith(sem.root + "."):
-                target = call.target
+            elif kind == "function" and call["target"] and call["target"].startswith(sem.root + "."):
+                target = call["target"]
                 if target not in prog.functions:
                     owner_class = target.rsplit(".", 1)[0]
                     if target in prog.classes or owner_class in prog.classes or prog.is_custom(target):
                         continue  # `__torch__.Pair(...)`, `__torch__.X.__new__(...)`: constructors
                     if target not in reported:
                         reported.add(target)
-                        add(file_path, diagnostic("CP317", file_path, call.span.model_dump(), name=target))
+                        add(file_path, diagnostic("CP317", file_path, call["span"], name=target))
                     continue
             if target and target in prog.functions and target not in edges:
                 edges.append(target)
@@ -483,41 +504,58 @@ def analyse(files: list[CodeFile], root_class: Optional[str],
 
     conditions: list[tuple] = []
     for cf in files:
-        for d in cf.diagnostics:
-            add(cf.path, d.model_dump())
+        path = cf["path"]
+        for d in cf["diagnostics"]:
+            add(path, d)
         for fn in _functions_of(cf):
-            live = reach_all or fn.qualified_name in reachable_set
-            for if_ in fn.ifs:
-                conditions.append((cf.path, fn.qualified_name, if_, live))
+            name = fn["qualified_name"]
+            live = reach_all or name in reachable_set
+            for if_ in fn["ifs"]:
+                conditions.append((path, name, if_, live))
                 if live:
-                    add(cf.path, condition_diagnostic(cf.path, fn.qualified_name, if_))
+                    add(path, condition_diagnostic(path, name, if_))
     return Analysis(prog, graph, root_class, reachable, per_file, conditions)
 
 
 def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[int], entries: int,
-            files: list[CodeFile], maps: dict[str, dict[int, tuple[str, int]]],
+            files: list[dict], maps: dict[str, dict[int, tuple[str, int]]],
             root_class: Optional[str], findings: Iterable[dict],
-            extra_declarations: Optional[dict[str, Declared]] = None) -> Archive:
-    """Build the :class:`Archive` from its parsed code files (see the module docs)."""
+            extra_declarations: Optional[dict[str, Declared]] = None) -> "Archive":
+    """Build the :class:`Archive` from its parsed code files (plain data; see the module docs)."""
+    from .models import Archive, Branch, code_file_from_plain
+
     analysis = analyse(files, root_class, extra_declarations)
     prog = analysis.prog
     branches: list[Branch] = []
     for file_path, function, if_, live in analysis.conditions:
         origins = maps.get(file_path)
-        origin = origins.get(if_.span.line) if origins else None
+        span = if_["span"]
+        cond = if_["condition"]
+        origin = origins.get(span["line"]) if origins else None
         branches.append(Branch(
-            path=file_path, function=function, span=if_.span, condition=if_.condition.text,
-            resolved=if_.condition.resolved, sources=list(if_.condition.sources),
-            kind=if_.condition.kind, reachable=live,
+            path=file_path, function=function, span=span, condition=cond["text"],
+            resolved=cond["resolved"], sources=cond["sources"], kind=cond["kind"], reachable=live,
             origin={"path": origin[0], "line": origin[1]} if origin else None,
         ))
-    out: list[Finding] = [to_finding(d) for d in findings]
+    out = [to_finding(d) for d in findings]
     for cf in files:
-        origins = maps.get(cf.path)
-        out.extend(to_finding(d, origins) for d in analysis.file_findings(cf.path))
+        origins = maps.get(cf["path"])
+        out.extend(to_finding(d, origins) for d in analysis.file_findings(cf["path"]))
+    models = [code_file_from_plain(cf) for cf in files]
+    classes: dict[str, Any] = {}
+    functions: dict[str, Any] = {}
+    for cf in models:  # by name, as _Program indexes the plain data (the first file wins)
+        for cls in cf.classes:
+            if cls.qualified_name in classes:
+                continue
+            classes[cls.qualified_name] = cls
+            for m in cls.methods:
+                functions.setdefault(m.qualified_name, m)
+        for f in cf.functions:
+            functions.setdefault(f.qualified_name, f)
     return Archive(
-        path=path, layout=layout, root=root, version=version, entries=entries, files=files,
-        classes=prog.classes, functions=prog.functions, root_class=analysis.root_class,
+        path=path, layout=layout, root=root, version=version, entries=entries, files=models,
+        classes=classes, functions=functions, root_class=analysis.root_class,
         module_tree=_tree(prog, analysis.root_class, "self") if analysis.root_class else None,
         call_graph=analysis.graph, reachable=analysis.reachable, branches=branches,
         source_map={p: {line: {"path": o[0], "line": o[1]} for line, o in m.items()} for p, m in maps.items()},
@@ -525,44 +563,46 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
     )
 
 
-def _functions_of(cf: CodeFile) -> Iterable[Function]:
-    for cls in cf.classes:
-        yield from cls.methods
-    yield from cf.functions
+def _functions_of(cf: dict) -> Iterable[dict]:
+    for cls in cf["classes"]:
+        yield from cls["methods"]
+    yield from cf["functions"]
 
 
 def _guess_root(prog: _Program) -> Optional[str]:
     """Without data.pkl: the first module class with a forward that no other class holds."""
     held = {typ for qn in prog.classes for _, typ in (prog.declared(qn) or {}).values() if typ}
     for qn, cls in prog.classes.items():
-        if cls.kind == "module" and qn not in held and f"{qn}.forward" in prog.functions:
+        if cls["kind"] == "module" and qn not in held and f"{qn}.forward" in prog.functions:
             return qn
     return None
 
 
-def _tree(prog: _Program, qualified: str, path: str, depth: int = 0, active: Optional[set[str]] = None) -> ModuleNode:
+def _tree(prog: _Program, qualified: str, path: str, depth: int = 0, active: Optional[set[str]] = None) -> Any:
     """The module tree from ``qualified`` at ``path``, built over classes: each class's
     submodules are listed at the first path that reaches it (depth first, declaration
     order); later nodes of that class point there with ``same_as``.  Linear in the
     classes and their declarations, iterative, so a class holding two of the next one
     22 levels deep gives 23 expanded nodes, not 4 million."""
+    from .models import ModuleNode
+
     first: dict[str, str] = {}
 
     def submodules(cls: str) -> list[tuple[str, str]]:
         out = []
         for name, (role, typ) in (prog.declared(cls) or {}).items():
             child = prog.classes.get(typ) if typ else None
-            if role == "submodule" and child is not None and child.kind == "module":
+            if role == "submodule" and child is not None and child["kind"] == "module":
                 out.append((name, typ))
         return out
 
     # Each frame: (class, path, depth, children built so far, submodules left to visit).
     first[qualified] = path
-    root_children: list[ModuleNode] = []
-    stack: list[tuple[str, str, int, list[ModuleNode], list[tuple[str, str]]]] = [
+    root_children: list[Any] = []
+    stack: list[tuple[str, str, int, list[Any], list[tuple[str, str]]]] = [
         (qualified, path, depth, root_children, list(reversed(submodules(qualified))) if depth < _MAX_TREE_DEPTH else [])
     ]
-    done: Optional[ModuleNode] = None
+    done: Optional[Any] = None
     while stack:
         cls, at, level, children, todo = stack[-1]
         if not todo:

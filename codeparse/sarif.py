@@ -19,11 +19,13 @@ The tests validate this output against the OASIS schema
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import quote
 
 from .codes import CODES
-from .models import Finding, Report
+
+if TYPE_CHECKING:  # a report is read by attribute: a model, or plain data through checkdata.Record
+    from .models import Finding, Report
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]
 

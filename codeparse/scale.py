@@ -111,12 +111,13 @@ def _check_chunk(item: tuple, policy_json: str, cache_dir: Optional[str], parque
     does); for Parquet: ``(index, reports)`` adjusted but for the baseline, kept on the
     worker for :func:`_write_chunk`."""
     from .check import _check_safely, adjust
+    from .checkdata import limits_of
 
     index, chunk = item
-    policy = Policy.model_validate_json(policy_json)
+    policy = limits_of(Policy.model_validate_json(policy_json))
     reports = [_check_safely(path, policy, problem, None, False, cache_dir) for path, problem in chunk]
     if not parquet:
-        return [r.model_dump_json() for r in reports]
+        return [json.dumps(r) for r in reports]
     return index, adjust(reports, policy.model_copy(update={"baseline": None}))
 
 
@@ -125,7 +126,7 @@ def _fingerprints(checked: tuple) -> list[list[str]]:
     baseline can absorb: those of readable inputs)."""
     from .baseline import fingerprint
 
-    return [list(fingerprint(f)) for r in checked[1] if r.readable for f in r.findings]
+    return [list(fingerprint(f)) for r in checked[1] if r["readable"] for f in r["findings"]]
 
 
 def _shares(baseline: Any, chunks: list[list[list[str]]]) -> list[list[list]]:
@@ -150,13 +151,15 @@ def _write_chunk(checked: tuple, share: Optional[list], policy_json: str, parque
 
     from .baseline import apply_baseline
     from .check import fails
+    from .checkdata import Record
 
-    index, reports = checked
+    index, plain = checked
     policy = Policy.model_validate_json(policy_json)
     if share is not None:
         remaining = Counter({tuple(row[:4]): row[4] for row in share})
-        reports = [r.model_copy(update={"findings": apply_baseline(r.findings, remaining)})
-                   if r.readable and r.findings else r for r in reports]
+        plain = [dict(r, findings=apply_baseline(r["findings"], remaining))
+                 if r["readable"] and r["findings"] else r for r in plain]
+    reports = [Record(r) for r in plain]
     findings, inputs = _tables(reports, policy)
     for name, table in (("findings", findings), ("inputs", inputs)):
         folder = os.path.join(parquet_dir, name)
@@ -198,7 +201,8 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
         from distributed import Client, LocalCluster
     except ImportError as exc:
         raise ScaleError(f"--dask needs the 'scale' extra (pip install 'codeparse[scale]'): {exc}") from None
-    from .check import adjust, expand_inputs, make_report
+    from .check import adjust, expand_inputs, make_report_data
+    from .checkdata import limits_of, report_model
 
     inputs = expand_inputs((os.fspath(p) for p in paths), exclude=[*policy.exclude, *policy.extend_exclude])
     folder = os.fspath(cache_dir) if cache_dir is not None else None
@@ -244,8 +248,9 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
             cluster.close()
     if out_dir is not None:
         return DatasetSummary([json.loads(text) for part in results for text in part], out_dir)
-    reports = [InputReport.model_validate_json(text) for part in results for text in part]
-    return make_report(adjust(reports, policy), policy)
+    reports = [json.loads(text) for part in results for text in part]
+    limits = limits_of(policy)
+    return report_model(make_report_data(adjust(reports, limits), limits))
 
 
 def _clear_dataset(folder: str) -> None:

@@ -19,9 +19,10 @@ import io
 import os
 from typing import Any, Iterable, Optional
 
+from .checkdata import finding as _finding
+from .checkdata import input_report
 from .codes import diagnostic
 from .filekind import FileKind, parse_lfs_pointer
-from .models import Finding, InputReport, PickleReport, Policy
 from .picklescan import PickleScan, looks_like_pickle, pickle_findings, scan_stream
 
 __all__ = ["scan_input", "scan_only", "archive_pickle_findings", "archive_pickle_scans", "pickle_reports"]
@@ -112,13 +113,14 @@ def archive_pickle_findings(reader: Any, cache: Any = None) -> list[dict]:
     return refused + list(pickle_findings(reader.path, scans))
 
 
-def pickle_reports(scans: Iterable[PickleScan]) -> list[PickleReport]:
+def pickle_reports(scans: Iterable[PickleScan]) -> list[dict]:
+    """Each scan as a ``PickleReport`` (plain data, its ``model_dump(mode="json")``)."""
     from .picklescan import classify
 
-    return [PickleReport(entry=s.entry, globals=s.globals, opcodes=s.ops,
-                         dangerous=[g for g in s.globals if classify(g) == "dangerous"],
-                         unknown=[g for g in s.globals if g.startswith("<") or classify(g) == "unknown"],
-                         error=s.error) for s in scans]
+    return [{"entry": s.entry, "globals": list(s.globals), "opcodes": s.ops,
+             "dangerous": [g for g in s.globals if classify(g) == "dangerous"],
+             "unknown": [g for g in s.globals if g.startswith("<") or classify(g) == "unknown"],
+             "error": s.error} for s in scans]
 
 
 def _content(scans: list[PickleScan]) -> str:
@@ -130,7 +132,7 @@ def _content(scans: list[PickleScan]) -> str:
     return "state dict or tensors"
 
 
-def scan_input(path: str, kind: FileKind, policy: Policy, data: Optional[bytes] = None) -> InputReport:
+def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = None) -> dict:
     """The report of a checkpoint, plain pickle, ``.pt2`` or LFS pointer (never raises for bad input)."""
     from .api import InputError
     from .archive import _open_zip
@@ -143,18 +145,18 @@ def scan_input(path: str, kind: FileKind, policy: Policy, data: Optional[bytes] 
             reader, _count = _open_zip(path, policy, data)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or whole(exc.code, reason=exc.message)
-            return InputReport(path=path, kind="archive", readable=False, findings=[Finding.model_validate(finding)])
+            return input_report(path, "archive", False, findings=[_finding(finding)])
         try:
             scans, refused = archive_pickle_scans(reader)
             out = [*reader.findings, *refused, *pickle_findings(path, scans)]
         finally:
             reader._zf.close()
-        return InputReport(path=path, kind="archive", readable=True, pickles=pickle_reports(scans),
-                           findings=[Finding.model_validate(f) for f in out])
+        return input_report(path, "archive", True, pickles=pickle_reports(scans),
+                           findings=[_finding(f) for f in out])
     if kind.kind == "lfs_pointer":
         raw = data if data is not None else _head(path, 1024)
         oid, size = parse_lfs_pointer(raw)
-        return InputReport(path=path, kind="lfs_pointer", readable=True, findings=[Finding.model_validate(whole("CP322", oid=oid, size=size))])
+        return input_report(path, "lfs_pointer", True, findings=[_finding(whole("CP322", oid=oid, size=size))])
     findings: list[dict] = []
     scans: list[PickleScan] = []
     if kind.kind == "pickle" or kind.detail == "legacy":
@@ -169,7 +171,7 @@ def scan_input(path: str, kind: FileKind, policy: Policy, data: Optional[bytes] 
             reader, _count = _open_zip(path, policy, data)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or whole(exc.code, reason=exc.message)
-            return InputReport(path=path, kind=kind.kind, readable=False, findings=[Finding.model_validate(finding)])
+            return input_report(path, kind.kind, False, findings=[_finding(finding)])
         try:
             findings.extend(reader.findings)
             scans, refused = archive_pickle_scans(reader)
@@ -182,11 +184,11 @@ def scan_input(path: str, kind: FileKind, policy: Policy, data: Optional[bytes] 
         content += ", legacy format"
     summary = whole(code, content=content, pickles=len(scans), globals=len({g for s in scans for g in s.globals}))
     out = [summary, *findings, *pickle_findings(path, scans)]
-    return InputReport(path=path, kind=kind.kind, readable=True, pickles=pickle_reports(scans),
-                       findings=[Finding.model_validate(f) for f in out])
+    return input_report(path, kind.kind, True, pickles=pickle_reports(scans),
+                       findings=[_finding(f) for f in out])
 
 
-def scan_only(path: str, policy: Policy, data: Optional[bytes] = None) -> InputReport:
+def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> dict:
     """``codeparse scan``: the pickle checks alone, for any input (CP304 when it is no model file)."""
     from .filekind import recognize, recognize_bytes
 
@@ -194,10 +196,10 @@ def scan_only(path: str, policy: Policy, data: Optional[bytes] = None) -> InputR
         kind = recognize_bytes(data, policy.max_entries) if data is not None else recognize(path, policy.max_entries)
     except OSError as exc:
         finding = diagnostic("CP301", path, None, reason=exc.strerror or str(exc))
-        return InputReport(path=path, kind="other", readable=False, findings=[Finding.model_validate(finding)])
+        return input_report(path, "other", False, findings=[_finding(finding)])
     if kind.kind == "other":
         finding = diagnostic("CP304", path, None, reason="not a model file that holds pickles")
-        return InputReport(path=path, kind="other", readable=False, findings=[Finding.model_validate(finding)])
+        return input_report(path, "other", False, findings=[_finding(finding)])
     return scan_input(path, kind, policy, data)
 
 
@@ -206,7 +208,7 @@ def _head(path: str, size: int) -> bytes:
         return handle.read(size)
 
 
-def _bounded(path: str, policy: Policy) -> Optional[bytes]:
+def _bounded(path: str, policy: Any) -> Optional[bytes]:
     if os.path.getsize(path) > policy.max_entry_bytes:
         return None
     with open(path, "rb") as handle:

@@ -16,7 +16,10 @@ import os
 import stat
 from typing import Iterator, Optional, Union
 
-__all__ = ["walk_files", "not_regular", "Escaped"]
+__all__ = ["walk_files", "not_regular", "Escaped", "DEFAULT_EXCLUDE"]
+
+#: Folders never walked by ``check`` (besides ``exclude``): version control and virtual environments.
+DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__")
 
 
 class Escaped(str):

@@ -196,3 +196,78 @@ def test_a_report_with_no_json_form_still_comes_back_from_its_worker(tmp_path):
     assert [f.code for f in report.inputs[0].findings] == [f.code for f in good.inputs[0].findings]
     assert report.inputs[1] == good.inputs[0]
     assert gc.get_freeze_count() == 0  # the heap frozen for the workers is given back to the collector
+
+
+# ------------------------------------------------------------------------- plain data
+
+
+def test_the_plain_policy_has_the_model_fields_defaults_and_checks():
+    """`check` reads its policy as checkdata.Limits (no pydantic): the same fields, in the
+    same order, with the same defaults, and policy_with gives the same values either way."""
+    from codeparse.check import policy_with
+    from codeparse.checkdata import POLICY_DEFAULTS, Limits, dumps, limits_of, policy_model
+
+    assert list(POLICY_DEFAULTS) == list(Policy.model_fields)
+    assert Limits().model_dump() == Policy().model_dump() == POLICY_DEFAULTS
+    changes = {"select": "cp2, CP301", "ignore": ["cp205"], "fail_on": "warning", "max_entries": 7,
+               "timeout_per_input": 5, "target": "export", "exclude": "a/*, b", "per_file_ignores": {"x/*": ["CP2"]},
+               "include_library": True}
+    plain, model = policy_with(Limits(), **changes), policy_with(Policy(), **changes)
+    assert isinstance(plain, Limits) and isinstance(model, Policy)
+    assert dumps(plain.model_dump()) == model.model_dump_json()  # 5 -> 5.0, codes upper-cased
+    assert limits_of(model) == plain and policy_model(plain) == model
+    for field, bad in (("max_entries", 0), ("timeout_per_input", float("nan")), ("fail_on", "sometimes"),
+                       ("select", ["XX9"])):
+        with pytest.raises(PolicyError):
+            policy_with(Limits(), **{field: bad})
+
+
+def _plain_and_model(paths: list[str], policy: Policy):
+    import importlib
+
+    from codeparse.checkdata import dumps, limits_of, report_model
+
+    checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
+    data = checker.check_data(paths, limits_of(policy))
+    return data, report_model(data), dumps
+
+
+@pytest.mark.parametrize("target", ["trace", "export"])
+def test_plain_reports_are_the_model_reports_byte_for_byte(no_pyproject, target):
+    """The CLI writes JSON from plain data with json.dumps: over every fixture (archives,
+    code files, checkpoints, pickles, legacy archives), the text is the one pydantic writes
+    for the models validated from that data, for the report and each input."""
+    if target == "trace":
+        paths = [str(ROOT / "fixtures"), str(LEGACY)]
+    else:  # slower: the whole model path runs for each archive
+        paths = [str(ROOT / "fixtures" / "files"), str(ROOT / "fixtures" / "text" / "custom_model" / "script.code"),
+                 str(ROOT / "fixtures" / "missing.pt"), *sorted(str(p) for p in ARCHIVES.glob("*.pt"))[::8]]
+    data, model, dumps = _plain_and_model(paths, Policy(target=target))
+    assert len(data["inputs"]) > (250 if target == "trace" else 40) and any(not i["readable"] for i in data["inputs"])
+    assert {i["kind"] for i in data["inputs"]} >= {"archive", "code", "checkpoint", "pickle", "pt2", "other"}
+    assert dumps(data, indent=2) == model.model_dump_json(indent=2)
+    for item, built in zip(data["inputs"], model.inputs):
+        assert dumps(item) == built.model_dump_json()
+
+
+def test_the_check_path_gives_the_findings_of_the_archive_model(no_pyproject):
+    """`check` resolves an archive on plain data; the model path (`open_archive`, every
+    `CodeFile` a model) gives the same findings, origins included, for every fixture archive."""
+    from codeparse.archive import read_archive
+    from codeparse.check import archive_report
+
+    paths = sorted(str(p) for p in ARCHIVES.glob("*.pt"))
+    data, _, _ = _plain_and_model(paths, Policy())
+    compared = 0
+    for item in data["inputs"]:
+        if item["kind"] != "archive" or not item["readable"]:
+            continue
+        archive = read_archive(item["path"], Policy())
+        if any(f.code in ("CP314", "CP315", "CP343") for f in archive.findings):
+            continue  # broken debug info: check reports it only for the files it reads
+        from_model = archive_report(item["path"], archive, {}, Policy()).model_dump(mode="json")
+        # (check marks torch's library code afterwards, for every input alike)
+        assert from_model["findings"] == [dict(f, library=False) for f in item["findings"]], item["path"]
+        assert (from_model["files"], from_model["branches"]) == (item["files"], item["branches"])
+        compared += 1
+    assert compared > 200

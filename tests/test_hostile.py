@@ -444,7 +444,7 @@ def test_long_caret_lines_are_cut_around_the_span(capsys, tmp_path):
 
 
 def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False, *args, **kwargs):
-    """Stands in for check_input in forked workers: `slow` sleeps, `greedy` allocates 2 GB."""
+    """Stands in for input_data in forked workers: `slow` sleeps, `greedy` allocates 2 GB."""
     name = Path(path).name
     if name.startswith("slow"):
         Path(path).with_suffix(".pid").write_text(str(os.getpid()))
@@ -452,15 +452,15 @@ def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False, *arg
     if name.startswith("greedy"):
         hog = bytearray(2 << 30)
         return hog
-    return _real_check_input(path, policy, problem, data, scan_only, *args, **kwargs)
+    return _real_input_data(path, policy, problem, data, scan_only, *args, **kwargs)
 
 
-from codeparse.check import check_input as _real_check_input  # noqa: E402
+from codeparse.check import input_data as _real_input_data  # noqa: E402
 
 
 def test_an_input_over_its_time_or_memory_budget_gets_cp340_and_the_run_goes_on(tmp_path, monkeypatch):
     checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
-    monkeypatch.setattr(checker, "check_input", _slow_or_greedy)
+    monkeypatch.setattr(checker, "input_data", _slow_or_greedy)
     for name in ("a.code", "slow.code", "greedy.code", "b.code"):
         write(tmp_path / name, GOOD_CODE)
     paths = [str(tmp_path / n) for n in ("a.code", "slow.code", "greedy.code", "b.code")]
@@ -491,10 +491,10 @@ def test_jobs_are_capped_at_the_cpu_count(tmp_path, capsys, monkeypatch):
     def record(path, policy, problem=None, data=None, scan_only=False, *args, **kwargs):
         (seen / str(os.getpid())).touch()
         time.sleep(0.2)
-        return _real_check_input(path, policy, problem, data, scan_only, *args, **kwargs)
+        return _real_input_data(path, policy, problem, data, scan_only, *args, **kwargs)
 
     checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
-    monkeypatch.setattr(checker, "check_input", record)
+    monkeypatch.setattr(checker, "input_data", record)
     paths = [write(tmp_path / f"c{i}.code", GOOD_CODE) for i in range(cpu_count() + 4)]
     code, _, err = run_cli(capsys, "check", *paths, "-j", "200", "--isolated")
     assert code == 0
@@ -510,7 +510,7 @@ checker = importlib.import_module("codeparse.check")  # the module (`codeparse.c
 def slow(path, *args, **kwargs):
     Path(path).with_suffix(".pid").write_text(str(os.getpid()))
     time.sleep(120)
-checker.check_input = slow
+checker.input_data = slow
 from codeparse.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -1,0 +1,182 @@
+"""``check``'s results as plain data, built without pydantic.
+
+``check`` collects findings, input reports and the report as plain dicts equal to
+``model_dump(mode="json")`` of :class:`~codeparse.models.Finding`,
+:class:`~codeparse.models.InputReport` and :class:`~codeparse.models.Report` (same keys,
+in the models' field order, so that ``json.dumps`` writes the bytes ``model_dump_json``
+writes), and reads its policy from a :class:`Limits` (the fields of
+:class:`~codeparse.models.Policy`, by attribute).  The CLI writes every format from
+that data; :func:`codeparse.check` builds its models at the library boundary
+(:func:`report_model`).  A test compares both over every fixture.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Optional
+
+__all__ = ["Limits", "POLICY_DEFAULTS", "Record", "finding", "input_report", "report", "report_model", "input_model",
+           "policy_model", "limits_of", "dumps"]
+
+# Policy's fields, in its order, with their defaults (tests/test_check.py compares them
+# with the model's).  Lists and dicts are copied per Limits.
+POLICY_DEFAULTS: dict[str, Any] = {
+    "select": [], "ignore": [], "fail_on": "error", "max_entries": 50_000, "max_entry_bytes": 64 << 20,
+    "max_total_bytes": 512 << 20, "max_ratio": 200, "max_debug_chars": 32 << 20, "timeout_per_input": 60.0,
+    "max_memory": 1024, "target": "trace", "exclude": [], "extend_exclude": [], "per_file_ignores": {},
+    "baseline": None, "source_root": None, "include_library": False,
+}
+
+
+class Limits:
+    """A checked policy as plain data: the fields of :class:`~codeparse.models.Policy` by
+    attribute (``policy.max_entries``), made by :func:`codeparse.check.policy_with`, which
+    checks every value as the model does."""
+
+    __slots__ = tuple(POLICY_DEFAULTS)
+
+    def __init__(self, **values: Any):
+        for name, default in POLICY_DEFAULTS.items():
+            value = values.pop(name, default)
+            if isinstance(value, (list, dict)):
+                value = type(value)(value)
+            object.__setattr__(self, name, value)
+        if values:
+            raise TypeError(f"unknown policy field(s): {', '.join(sorted(values))}")
+        object.__setattr__(self, "timeout_per_input", float(self.timeout_per_input))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a policy is read-only: use model_copy(update=...)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Limits) and self.model_dump() == other.model_dump()
+
+    def __repr__(self) -> str:
+        return f"Limits({self.model_dump()!r})"
+
+    def model_dump(self, mode: str = "python") -> dict:
+        """Equal to ``Policy.model_dump()`` of the same policy (copies of its lists)."""
+        out = {}
+        for name in POLICY_DEFAULTS:
+            value = getattr(self, name)
+            if isinstance(value, list):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = {k: list(v) for k, v in value.items()}
+            out[name] = value
+        return out
+
+    def model_copy(self, update: Optional[dict] = None) -> "Limits":
+        return Limits(**{**self.model_dump(), **(update or {})})
+
+    def __reduce__(self) -> tuple:  # to a worker process
+        return (_limits, (self.model_dump(),))
+
+
+def _limits(values: dict) -> Limits:
+    return Limits(**values)
+
+
+def limits_of(policy: Any) -> Limits:
+    """A :class:`~codeparse.models.Policy` (or a Limits, or None: the defaults) as Limits."""
+    if policy is None:
+        return Limits()
+    if isinstance(policy, Limits):
+        return policy
+    return Limits(**policy.model_dump())
+
+
+def policy_model(policy: Limits) -> Any:
+    from .models import Policy
+
+    return Policy.model_validate(policy.model_dump())
+
+
+def finding(d: dict, origin: Optional[dict] = None) -> dict:
+    """A finding from a diagnostic dict (``codes.diagnostic``; a finding's keys may be there
+    too), with the original source line ``origin`` (``{"path", "line"}``) when given."""
+    get = d.get
+    return {
+        "code": d["code"], "name": d["name"], "severity": d["severity"], "message": d["message"], "path": d["path"],
+        "span": get("span"), "args": get("args") or {}, "origin": origin if origin is not None else get("origin"),
+        "sources": get("sources") or [], "related": get("related") or [], "library": get("library", False),
+    }
+
+
+def input_report(path: str, kind: str, readable: bool, files: int = 0, branches: int = 0,
+                 findings: Optional[list] = None, pickles: Optional[list] = None, export: Optional[dict] = None) -> dict:
+    return {"path": path, "kind": kind, "readable": readable, "files": files, "branches": branches,
+            "findings": findings if findings is not None else [], "pickles": pickles if pickles is not None else [],
+            "export": export}
+
+
+def report(inputs: list[dict], policy: Limits, counts: dict[str, int], exit_code: int) -> dict:
+    return {"inputs": inputs, "policy": policy.model_dump(), "counts": counts, "exit_code": exit_code}
+
+
+def input_model(data: dict) -> Any:
+    from .models import InputReport
+
+    return InputReport.model_validate(data)
+
+
+def report_model(data: dict, inputs: Optional[Iterable[Any]] = None) -> Any:
+    """The :class:`~codeparse.models.Report` of a plain report (``inputs``: its input
+    reports already built as models, in order)."""
+    from .models import Policy, Report
+
+    built = list(inputs) if inputs is not None else [input_model(i) for i in data["inputs"]]
+    return Report(inputs=built, policy=Policy.model_validate(data["policy"]), counts=data["counts"],
+                  exit_code=data["exit_code"])
+
+
+# The fields of the report models that are dicts by contract (read as dicts, not records).
+_MAPPINGS = frozenset({"args", "counts", "per_file_ignores"})
+
+
+class Record:
+    """Read-only attribute access to a report, input report or finding as plain data, as
+    the renderers read the models (``report.inputs[0].findings[0].span.line``); the
+    dict fields (``args``, ``counts``) stay dicts.  Each read wraps one value."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict):
+        object.__setattr__(self, "_data", data)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            value = self._data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        return value if name in _MAPPINGS else _record(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __repr__(self) -> str:
+        return f"Record({self._data!r})"
+
+    def model_dump(self, mode: str = "python") -> dict:
+        """The plain data itself (what ``model_dump`` of the matching model returns)."""
+        return self._data
+
+
+def _record(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Record(value)
+    if isinstance(value, list):
+        return [_record(v) for v in value]
+    return value
+
+
+def dumps(data: Any, indent: Optional[int] = None) -> Optional[str]:
+    """``data`` as the JSON text pydantic's ``model_dump_json(indent=...)`` writes for the
+    matching model, or None when it has no such text (a lone surrogate in a string, which
+    pydantic refuses: the caller then takes the model path and its error)."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text
