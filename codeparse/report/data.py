@@ -450,9 +450,9 @@ def _with_unreached(findings: list[Finding], archive: Archive, policy: Policy) -
             if fn.qualified_name in live:
                 continue
             for if_ in fn.ifs:
-                f = condition_finding(cf.path, fn.qualified_name, if_, origins)
-                if selected(f.code, policy):
-                    extra.append(f)
+                found = condition_finding(cf.path, fn.qualified_name, if_.model_dump(mode="json"), origins)
+                if selected(found["code"], policy):
+                    extra.append(Finding.model_validate(found))
     if not extra:
         return findings
     rank = {cf.path: i for i, cf in enumerate(archive.files)}
