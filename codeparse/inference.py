@@ -1045,12 +1045,14 @@ class Inference:
             leaf = self._leaves.get(name, False)
             if leaf is False:
                 leaf = self._leaves[name] = self._leaf(name)
-            if leaf is not None:
+            if type(leaf) is tuple:
                 return leaf
             key = (name, scopes)  # a use of the name (see _memo for the other kinds of entry)
             found = self._memo_results.get(key)
             if found is not None:
                 return found
+            if leaf is not None:
+                return self._visit_single(name, leaf, key)
             return self._memo(key, self._visit_name, name, scopes)
         if kind is Const:
             return _EMPTY
@@ -1070,17 +1072,54 @@ class Inference:
             return self._in_loops(_union([self._visit(child, scopes) for child in node.children()]), scopes)
         return _EMPTY
 
-    def _leaf(self, name: str) -> Optional[tuple[frozenset, frozenset]]:
+    def _leaf(self, name: str):
         """The visit of a name that no definition of this function decides (a literal,
-        ``self``, a parameter, an unknown name), else None."""
+        ``self``, a parameter, an unknown name); else its definition when it has one and no
+        if or loop encloses it (see _visit_single); else None."""
         facts = self.facts
         if name in self.sem.literals or name == facts.self_name:
             return _EMPTY
         if name in facts.params:
             return frozenset({(name, None, "argument", facts.params[name])}), frozenset()
-        if not facts.defs.get(name):
+        defs = facts.defs.get(name)
+        if not defs:
             return frozenset({(name, None, "unknown", None)}), frozenset()
+        if len(defs) == 1 and not any(scope.kind in ("if", "for", "while") for scope in defs[0].scopes):
+            return defs[0]
         return None
+
+    def _visit_single(self, name: str, d: Definition, key):
+        """A use of a name with one definition and no if or loop around it (most of them).
+
+        Its use entry and its definitions entry would only pass the definition's result
+        through (no control dependence; a union of one part), so the definition's entry
+        answers it directly, with the depth checks those two entries would make, in the same
+        order; the result is remembered for both once the definition's entry is closed."""
+        if _nesting[0] > _DEEP:  # the use entry's check
+            raise _TooDeep
+        path = self.name_path(name)
+        memo = self._memo_results
+        if path and path != self.facts.self_name:
+            found = memo[key] = frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+            return found
+        found = memo.get(name)
+        if found is not None:
+            memo[key] = found
+            return found
+        if _nesting[0] + 1 > _DEEP:  # the definitions entry's check
+            raise _TooDeep
+        entry = id(d)
+        found = memo.get(entry)
+        if found is None:
+            _nesting[0] += 2  # inside the use and definitions entries
+            try:
+                found = self._memo(entry, self._visit_def, d)
+            finally:
+                _nesting[0] -= 2
+            if memo.get(entry) is None:
+                return found  # open: part of a cycle still settling
+        memo[name] = memo[key] = found
+        return found
 
     def _in_loops(self, result, scopes: tuple[Scope, ...]):
         """Rule 7: a value computed inside a loop depends on the loop's test or iterable."""
