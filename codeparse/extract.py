@@ -457,6 +457,7 @@ class Extractor:
         intrinsics = sem.intrinsics
         self_name = sem.self_name
         operator = self.operator
+        operators = self._operators  # what `operator` remembers
         call_span = self._call_spans(end)
         ref = self._ref
         target_starts = sorted(targets)
@@ -471,7 +472,9 @@ class Extractor:
                 callee = m.group("callee")
                 if callee in intrinsics:
                     continue
-                op = operator(callee)
+                op = operators.get(callee, False)
+                if op is False:
+                    op = operator(callee)
                 if op is not None:
                     kind, target = "operator", op
                 else:
@@ -565,7 +568,11 @@ class Extractor:
                 # without `string_quotes` may hold a string anywhere: never counted).
                 counted = stop + 1
                 if brackets is not None and quotes:
-                    counted = max(line_start, max(rfind(q, line_start, stop) for q in quotes) + 1)
+                    counted = line_start
+                    for q in quotes:
+                        at = rfind(q, line_start, stop) + 1
+                        if at > counted:
+                            counted = at
                 line = lines[stop] = (number, line_start, counted)
             number, line_start, counted = line
             if open_pos >= counted:

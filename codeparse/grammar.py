@@ -353,24 +353,26 @@ class Grammar:
     detect_absent: tuple[Any, ...] = ()
     detect_present: tuple[Any, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
-    _masters: dict[Optional[str], Master] = field(default_factory=dict, repr=False)
+    # Keyword (None: no keyword) -> the master of its rules, filled by `master`.
+    masters: dict[Optional[str], Master] = field(default_factory=dict, repr=False)
 
     def timeout(self) -> float:
         return float(self.limits["match_timeout"])
 
     def master(self, keyword: Optional[str]) -> Master:
         """The master pattern of the rules a line starting with ``keyword`` tries (compiled)."""
-        found = self._masters.get(keyword)
+        found = self.masters.get(keyword)
         if found is None:
-            generic = self._masters.get(None)
+            generic = self.masters.get(None)
             if generic is None:
-                generic = self._masters[None] = Master(self.generic_rules, self.path)
-            if keyword in self.rules_by_keyword:
-                found = Master(self.rules_by_keyword[keyword], self.path, generic if self.generic_rules else None)
-            else:
-                found = generic
+                generic = Master(self.generic_rules, self.path)
+                generic.pattern()
+                self.masters[None] = generic
+            if keyword not in self.rules_by_keyword:
+                return generic  # any other first word (not kept: they are many)
+            found = Master(self.rules_by_keyword[keyword], self.path, generic if self.generic_rules else None)
             found.pattern()
-            self._masters[keyword] = found
+            self.masters[keyword] = found
         return found
 
     def compile_all(self) -> "Grammar":

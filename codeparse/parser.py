@@ -236,7 +236,9 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     """Read ``source`` into top-level statements with nested blocks."""
     text = source.text
     path = source.path
-    physical = grammar.lines["physical"].match
+    physical_pattern = grammar.lines["physical"]
+    physical = physical_pattern.match
+    physical_groups = physical_pattern.groupindex
     blank = grammar.lines["blank"].fullmatch
     balanced = grammar.lines["balanced"].fullmatch
     pairs = grammar.bracket_pairs
@@ -295,7 +297,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     max_len = int(limits["max_line_length"])
     fast_len = int(limits.get("timeout_line_length", 10_000))
     timeout = grammar.timeout()
-    masters: dict = {}  # first word -> its master pattern
+    masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
+    generic_master = grammar.master(None)
     fast: dict = {}  # rule -> its compiled `fast` pattern
 
     diagnostics: list[dict] = []
@@ -313,9 +316,12 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     def report(code: str, start: int, end: int, **args: object) -> None:
         diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
 
+    indent_group = physical_groups["indent"]
+    text_group = physical_groups["text"]
+    top = stack[-1]  # the innermost open block
     while pos < size:
         line = physical(text, pos)
-        indent_end, text_end, next_pos = line.end("indent"), line.end("text"), line.end()
+        indent_end, text_end, next_pos = line.end(indent_group), line.end(text_group), line.end()
         if next_pos == pos:  # defensive: the pattern must always advance
             break
         column = indent_end - pos
@@ -334,26 +340,29 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
 
         # Indentation decides which block the statement belongs to.
         if pending is not None:
-            if column > stack[-1].column:
+            if column > top.column:
                 if len(stack) > max_depth:
                     report("CP104", indent_end, text_end, limit=max_depth)
-                    too_deep_column = stack[-1].column
+                    too_deep_column = top.column
                     pending = None
                     pos = next_pos
                     continue
-                stack.append(_Block(column, pending.body, pending))
+                top = _Block(column, pending.body, pending)
+                stack.append(top)
             elif not pending.rule.empty_block:
                 report("CP103", pending.start, pending.end, statement=pending.rule.name)
             pending = None
-        elif column > stack[-1].column:
-            if recovering == stack[-1].column:
-                stack.append(_Block(column, stack[-1].stmts, None))
+        elif column > top.column:
+            if recovering == top.column:
+                top = _Block(column, top.stmts, None)
+                stack.append(top)
             else:
-                report("CP102", pos, indent_end, expected=stack[-1].column + 1)
-        else:
-            while column < stack[-1].column:
+                report("CP102", pos, indent_end, expected=top.column + 1)
+        elif column < top.column:
+            while column < top.column:
                 stack.pop()
-            if column != stack[-1].column:
+                top = stack[-1]
+            if column != top.column:
                 report("CP111", pos, indent_end, column=column + 1)
 
         word = first_word(text, indent_end, text_end)
@@ -369,7 +378,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         if stop - indent_end <= fast_len:
             master = masters.get(key)
             if master is None:
-                master = masters[key] = grammar.master(key)
+                master = grammar.master(key) if key in by_keyword else generic_master
             found = master.find(text, indent_end, stop)
             if found is not None:
                 index, m = found
@@ -415,7 +424,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             recovering = -1
         elif column < recovering:
             recovering = -1
-        stack[-1].stmts.append(stmt)
+        top.stmts.append(stmt)
         if rule.block:
             pending = stmt
         # Continue after the line on which the statement ended.
@@ -424,19 +433,28 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         report("CP103", pending.start, pending.end, statement=pending.rule.name)
 
     _link_else(root, report)
-    _close_blocks(root)
     return ParseResult(root, diagnostics)
 
 
-def _link_else(stmts: list[Stmt], report) -> None:
-    """Attach each ``else:``/``elif`` to the ``if`` before it, removing it from the list."""
+def _link_else(stmts: list[Stmt], report) -> int:
+    """Attach each ``else:``/``elif`` to the ``if`` before it, removing it from the list,
+    and set ``block_end`` on every statement (the end of the last statement inside it,
+    its ``else`` chain included); return the end of the last one."""
     kept: list[Stmt] = []
     chain: Optional[Stmt] = None  # the if/elif an else or elif would attach to
+    members: list[Stmt] = []  # the if and elifs of that chain, whose blocks grow with it
+    last = -1
     for stmt in stmts:
+        end = stmt.end
         if stmt.body:
-            _link_else(stmt.body, report)
+            inner = _link_else(stmt.body, report)
+            if inner > end:
+                end = inner
+        stmt.block_end = end
+        if end > last:
+            last = end
         kind = stmt.kind
-        if kind in ("else", "elif"):
+        if kind == "else" or kind == "elif":
             if chain is None or chain.orelse is not None:
                 if not stmt.after_unparsed:
                     report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
@@ -451,23 +469,16 @@ def _link_else(stmts: list[Stmt], report) -> None:
                 chain.orelse = [stmt]
                 chain.else_stmt = stmt
                 chain = stmt
+            for member in members:
+                if end > member.block_end:
+                    member.block_end = end
+            members.append(stmt)
             continue
         kept.append(stmt)
-        chain = stmt if kind == "if" else None
+        if kind == "if":
+            chain = stmt
+            members = [stmt]
+        else:
+            chain = None
     stmts[:] = kept
-
-
-def _close_blocks(stmts: list[Stmt]) -> int:
-    """Set ``block_end`` on every statement; return the end of the last one."""
-    end = -1
-    for stmt in stmts:
-        last = stmt.end
-        if stmt.body:
-            last = max(last, _close_blocks(stmt.body))
-        if stmt.orelse is not None:
-            last = max(last, stmt.else_stmt.end if stmt.else_stmt else last)
-            if stmt.orelse:
-                last = max(last, _close_blocks(stmt.orelse))
-        stmt.block_end = last
-        end = max(end, last)
-    return end
+    return last

@@ -46,7 +46,7 @@ def test_unknown_grammar_names_supported_ones():
         ('keyword = "pass"', 'keyword = "skip"', r"rule 'pass': pattern does not begin with its keyword 'skip'"),
         ("\n[scan]\n", "\n[scan_renamed]\n", r"missing section \[scan\]"),
         ("expr_items = ", "expr_items_gone = ", r"\[fragments\] lacks 'expr_items'"),
-        ("'(?&type_expr)'", "'(?&no_such_rule)'", r"unknown recursive sub-pattern \(\?&no_such_rule\)"),
+        ("|(?&type_expr))'", "|(?&no_such_rule))'", r"unknown recursive sub-pattern \(\?&no_such_rule\)"),
     ],
 )
 def test_bad_grammar_errors_name_file_and_rule(tmp_path, old, new, message):
@@ -180,3 +180,29 @@ def test_deep_parentheses_cost_linear_time():
     (t1, codes), (t2, _) = cpu(500), cpu(1000)
     assert codes == ["CP106"]
     assert t2 < 3.0 * t1 + 0.05, (t1, t2)
+
+
+@pytest.mark.parametrize("grammar_id", [g.id for g in available_grammars()])
+def test_type_shortcut_ends_where_the_recursive_type_does(grammar_id):
+    """`TYPE` reads a dotted name without brackets without a recursive call: at every
+    position of every fixture line where a type may start, it ends where `type_expr` does."""
+    import regex
+    from pathlib import Path
+
+    from codeparse.grammar import _Compiler
+
+    g = load_grammar(grammar_id)
+    comp = _Compiler(g.path, g.raw["patterns"], g.raw.get("recursive", {}))
+    shortcut = regex.compile(comp.with_defines(comp.expand("{TYPE}", "test"), "test"))
+    recursive = regex.compile(comp.with_defines("(?&type_expr)", "test"))
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    lines = {line.strip() for path in [*root.glob("text/*/*.code"), *root.glob("legacy/**/*.py")]
+             for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()}
+    checked = 0
+    for line in lines:
+        for pos in range(len(line)):
+            if line[pos - 1:pos] in ("", " ", "[", "(", ":"):
+                a, b = shortcut.match(line, pos), recursive.match(line, pos)
+                assert (a and a.end()) == (b and b.end()), (line, pos)
+                checked += a is not None
+    assert checked > 1000
