@@ -84,11 +84,34 @@ def _normal(module: str, name: str) -> str:
     return f"{module}.{name}"
 
 
+class _Globs:
+    """The table's globs of one class, matched as :func:`fnmatch.fnmatchcase` would: a glob
+    with no wildcard is a name (a set lookup), one whose only wildcard is a final ``*`` a
+    prefix (one ``str.startswith`` over all of them), and the others one compiled pattern.
+    One match per global, not one per glob (a pickle naming 100,000 distinct globals is
+    classified in linear time); compiling only the few real patterns keeps start-up cheap."""
+
+    def __init__(self, globs: Iterable[str]):
+        names, prefixes, patterns = set(), [], []
+        for glob in globs:
+            if not any(c in glob for c in "*?["):
+                names.add(glob)
+            elif glob.endswith("*") and not any(c in glob[:-1] for c in "*?["):
+                prefixes.append(glob[:-1])
+            else:
+                patterns.append(f"(?:{fnmatch.translate(glob)})")
+        self.names = frozenset(names)
+        self.prefixes = tuple(prefixes)
+        self.pattern = re.compile("|".join(patterns)) if patterns else None
+
+    def match(self, name: str) -> bool:
+        return (name in self.names or name.startswith(self.prefixes)
+                or (self.pattern is not None and self.pattern.match(name) is not None))
+
+
 @functools.cache
-def _globs(verdict: str) -> Any:
-    """The table's globs of one class as one compiled pattern: one match per global, not
-    one per glob (a pickle naming 100,000 distinct globals is classified in linear time)."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in load_table()[verdict]["globals"]))
+def _globs(verdict: str) -> _Globs:
+    return _Globs(load_table()[verdict]["globals"])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -106,8 +129,160 @@ def looks_like_pickle(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
+# The opcodes :func:`_walk_plain` reads: code -> (argument bytes, values popped, what it
+# pushes: 0 nothing, 1 a value (None), 2 a mark), for those with a fixed-size argument and
+# a fixed stack effect.  Every other opcode is read by the walk below.
+_PLAIN_OPS: dict[int, tuple[int, int, int]] = {
+    0x4B: (1, 0, 1), 0x4D: (2, 0, 1), 0x4A: (4, 0, 1),  # BININT1, BININT2, BININT
+    0x29: (0, 0, 1), 0x5D: (0, 0, 1), 0x7D: (0, 0, 1),  # EMPTY_TUPLE, EMPTY_LIST, EMPTY_DICT
+    0x4E: (0, 0, 1), 0x88: (0, 0, 1), 0x89: (0, 0, 1),  # NONE, NEWTRUE, NEWFALSE
+    0x47: (8, 0, 1),  # BINFLOAT
+    0x85: (0, 1, 1), 0x86: (0, 2, 1), 0x87: (0, 3, 1),  # TUPLE1, TUPLE2, TUPLE3
+    0x52: (0, 2, 1), 0x81: (0, 2, 1), 0x62: (0, 2, 1),  # REDUCE, NEWOBJ, BUILD
+    0x73: (0, 3, 1), 0x61: (0, 2, 1),  # SETITEM, APPEND
+    0x28: (0, 0, 2),  # MARK
+    0x80: (1, 0, 0), 0x95: (8, 0, 0),  # PROTO, FRAME
+}
+_UNTIL_MARK = frozenset((0x74, 0x6C, 0x64))  # TUPLE, LIST, DICT: the items above the mark -> one value
+_UNTIL_MARK_INTO = frozenset((0x75, 0x65))  # SETITEMS, APPENDS: the items above the mark into the value below
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
+    """:func:`scan_pickle`'s walk in one loop over ``data``, for the opcodes torch writes:
+    fills ``scan`` as the pickletools walk does and returns True, or returns False (and
+    leaves ``scan`` alone) at anything else (another opcode, malformed or truncated data,
+    a stack or memo error), where that walk decides (and says why)."""
+    stack: list[Any] = []
+    memo: dict[int, Any] = {}
+    found: dict[str, int] = {}
+    plain = _PLAIN_OPS
+    end = len(data)
+    pos = start
+    ops = 0
+    persistent = 0
+    try:
+        while True:
+            offset = pos
+            op = data[pos]
+            pos += 1
+            ops += 1
+            if ops > MAX_OPS:  # as the walk below ends: once this opcode and its argument are read
+                import pickletools
+
+                stream = io.BytesIO(data)
+                stream.seek(offset)
+                next(pickletools.genops(stream))
+                scan.ops, scan.persistent_ids = ops, persistent
+                for name, at in found.items():
+                    scan.add(name, at)
+                scan.error = f"more than {MAX_OPS} opcodes"
+                return True
+            spec = plain.get(op)
+            if spec is not None:
+                size, popped, pushed = spec
+                pos += size
+                if pos > end or popped > len(stack):
+                    raise _NotPlain
+                if popped:
+                    del stack[len(stack) - popped:]
+                if pushed:
+                    stack.append(None if pushed == 1 else _MARK)
+            elif op == 0x68 or op == 0x6A:  # BINGET, LONG_BINGET
+                if op == 0x68:
+                    key = data[pos]
+                    pos += 1
+                else:
+                    if pos + 4 > end:
+                        raise _NotPlain
+                    key = int.from_bytes(data[pos:pos + 4], "little")
+                    pos += 4
+                stack.append(memo[key])
+            elif op == 0x71 or op == 0x72:  # BINPUT, LONG_BINPUT
+                if op == 0x71:
+                    key = data[pos]
+                    pos += 1
+                else:
+                    if pos + 4 > end:
+                        raise _NotPlain
+                    key = int.from_bytes(data[pos:pos + 4], "little")
+                    pos += 4
+                memo[key] = stack[-1]
+            elif op == 0x94:  # MEMOIZE
+                memo[len(memo)] = stack[-1]
+            elif op == 0x58 or op == 0x8C or op == 0x8D:  # BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
+                width = 4 if op == 0x58 else 1 if op == 0x8C else 8
+                if pos + width > end:
+                    raise _NotPlain
+                size = int.from_bytes(data[pos:pos + width], "little")
+                pos += width
+                if pos + size > end:
+                    raise _NotPlain
+                stack.append(str(data[pos:pos + size], "utf-8", "surrogatepass"))
+                pos += size
+            elif op == 0x55 or op == 0x43:  # SHORT_BINSTRING (a str), SHORT_BINBYTES (not one)
+                size = data[pos]
+                pos += 1 + size
+                if pos > end:
+                    raise _NotPlain
+                stack.append(str(data[pos - size:pos], "latin-1") if op == 0x55 else None)
+            elif op in _UNTIL_MARK or op in _UNTIL_MARK_INTO:
+                while stack.pop() is not _MARK:
+                    pass
+                if op in _UNTIL_MARK_INTO:
+                    stack.pop()
+                stack.append(None)
+            elif op == 0x51:  # BINPERSID
+                stack.pop()
+                stack.append(None)
+                persistent += 1
+            elif op == 0x63:  # GLOBAL "module\nname\n": plain ASCII names only
+                first = data.index(b"\n", pos)
+                second = data.index(b"\n", first + 1)
+                module, attr = data[pos:first], data[first + 1:second]
+                if not (module + attr).isascii() or b"\\" in module + attr or b" " in module + attr:
+                    raise _NotPlain
+                pos = second + 1
+                value = ("global", _normal(module.decode("ascii"), attr.decode("ascii")))
+                found.setdefault(value[1], offset)
+                stack.append(value)
+            elif op == 0x93:  # STACK_GLOBAL
+                attr = stack.pop()
+                module = stack.pop()
+                if type(module) is not str or type(attr) is not str:
+                    raise _NotPlain
+                value = ("global", _normal(module, attr))
+                found.setdefault(value[1], offset)
+                stack.append(value)
+            elif op == 0x2E:  # STOP
+                break
+            else:
+                raise _NotPlain
+    except Exception:  # noqa: BLE001 - malformed or unusual: the walk below decides, and says why
+        return False
+    scan.ops, scan.persistent_ids, scan.end = ops, persistent, pos
+    for name, at in found.items():
+        scan.add(name, at)
+    return True
+
+
 def scan_pickle(data: bytes, entry: str, start: int = 0) -> PickleScan:
-    """Walk one pickle of ``data`` from ``start`` to its ``STOP``; never raises."""
+    """Walk one pickle of ``data`` from ``start`` to its ``STOP``; never raises.
+
+    The opcodes torch writes are read in one loop (:func:`_walk_plain`); any other
+    pickle, or one that is malformed, is walked with :mod:`pickletools`, which names
+    the problem."""
+    scan = PickleScan(entry=entry)
+    if _walk_plain(data, start, scan):
+        return scan
+    return _walk(data, entry, start)
+
+
+def _walk(data: bytes, entry: str, start: int) -> PickleScan:
+    """The walk of :func:`scan_pickle` over :func:`pickletools.genops` (every opcode)."""
     import pickletools
 
     scan = PickleScan(entry=entry)
