@@ -698,10 +698,14 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
 def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = None, jobs: int = 1,
                progress: Optional[Callable[[dict], None]] = None, *, scan_only: bool = False,
                skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None,
-               cache_dir: Optional[str | os.PathLike] = None) -> dict:
+               cache_dir: Optional[str | os.PathLike] = None, once: bool = False) -> dict:
     """:func:`check` as plain data: the report as ``Report.model_dump(mode="json")``,
     built without pydantic (what the CLI writes), from a :class:`~codeparse.checkdata.Limits`
-    policy; ``progress`` gets each input's plain report as it arrives."""
+    policy; ``progress`` gets each input's plain report as it arrives.
+
+    ``once``: this process checks once (the CLI).  Its parent is then readied
+    (:func:`warm_up`) only for several workers: one worker loads what its inputs need
+    itself, instead of the parent loading everything first."""
     from .cache import EntryCache
 
     folder = os.fspath(cache_dir) if cache_dir is not None else None
@@ -727,7 +731,7 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
     if inputs and budget.available():
         # Each input in a worker process, within its time and memory budget (CP340); the
         # workers are forked from this process once it is ready, so none starts cold.
-        if not scan_only:
+        if not scan_only and (not once or min(jobs, len(inputs)) > 1):
             warm_up()
         if folder is not None:
             from .cache import fingerprint

@@ -222,7 +222,7 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
 
     try:
         report = checker.check_data(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only,
-                                    skip_other=skip_other, cache_dir=cache_dir)
+                                    skip_other=skip_other, cache_dir=cache_dir, once=True)
     except BaselineError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2
