@@ -115,18 +115,21 @@ def report(inputs: list[dict], policy: Limits, counts: dict[str, int], exit_code
 
 
 def input_model(data: dict) -> Any:
-    from .models import InputReport
+    """The :class:`~codeparse.models.InputReport` of one input's plain data (built as the
+    data is, without validating it again: ``check`` made it)."""
+    from .models import input_report_from_plain
 
-    return InputReport.model_validate(data)
+    return input_report_from_plain(data)
 
 
 def report_model(data: dict, inputs: Optional[Iterable[Any]] = None) -> Any:
     """The :class:`~codeparse.models.Report` of a plain report (``inputs``: its input
     reports already built as models, in order)."""
-    from .models import Policy, Report
+    from .models import Policy, Report, report_from_plain
 
-    built = list(inputs) if inputs is not None else [input_model(i) for i in data["inputs"]]
-    return Report(inputs=built, policy=Policy.model_validate(data["policy"]), counts=data["counts"],
+    if inputs is None:
+        return report_from_plain(data)
+    return Report(inputs=list(inputs), policy=Policy.model_validate(data["policy"]), counts=data["counts"],
                   exit_code=data["exit_code"])
 
 

@@ -676,6 +676,17 @@ def code_file_from_plain(data: dict) -> CodeFile:
     return _build(CodeFile, data, {})
 
 
+def report_from_plain(data: dict) -> Report:
+    """The :class:`Report` of the plain data ``check`` collects (``Report.model_dump(mode="json")``),
+    built as :func:`code_file_from_plain` builds a CodeFile (``codeparse.check`` returns it)."""
+    return _build(Report, data, {})
+
+
+def input_report_from_plain(data: dict) -> InputReport:
+    """The :class:`InputReport` of one input's plain data, as :func:`report_from_plain`."""
+    return _build(InputReport, data, {})
+
+
 _LIST, _ONE = 0, 1
 _Plan = tuple[tuple[str, int, type], ...]
 _plans: dict[type, tuple[_Plan, set]] = {}
