@@ -227,12 +227,52 @@ class ZipReader:
         import zipfile
         import zlib
 
+        info = self._infos[name]
+        found = self._stored_head(info, size)
+        if found is not None:
+            return found
         try:
-            with self._zf.open(self._infos[name]) as stream:
+            with self._zf.open(info) as stream:
                 return stream.read(size)
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError,
                 ValueError, struct.error):
             return None
+
+    def _stored_head(self, info: Any, size: int) -> Optional[bytes]:
+        """:meth:`head` of a stored (uncompressed, unencrypted) entry read straight from the
+        file: the bytes ``zipfile`` gives, with its checks (the local header's signature and
+        name, the CRC when the read reaches the end of the entry), without building a
+        stream per entry (a TorchScript archive stores every entry, and each one is looked
+        at for a nested zip).  None where ``zipfile`` decides (anything else, any doubt)."""
+        import zipfile
+        import zlib
+
+        fp = self._zf.fp
+        if (info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x61 or fp is None or size <= 0
+                or info.file_size != info.compress_size):
+            return None
+        try:
+            fp.seek(info.header_offset)
+            header = fp.read(_LOCAL_HEADER)
+            if len(header) != _LOCAL_HEADER or header[:4] != b"PK\x03\x04":
+                return None
+            flags, name_size, extra_size = struct.unpack("<H", header[6:8])[0], *struct.unpack("<HH", header[26:30])
+            name = fp.read(name_size)
+            encoding = "utf-8" if flags & 0x800 else (getattr(self._zf, "metadata_encoding", None) or "cp437")
+            if len(name) != name_size or name.decode(encoding) != info.orig_filename:
+                return None
+            fp.seek(extra_size, os.SEEK_CUR)
+            want = min(max(size, zipfile.ZipExtFile.MIN_READ_SIZE), info.compress_size)
+            data = fp.read(want)
+        except (OSError, ValueError, UnicodeDecodeError, struct.error):
+            return None
+        if len(data) != want:
+            return None  # truncated: zipfile says how
+        if want == info.compress_size and zlib.crc32(data) != info.CRC:
+            return None  # the whole entry was read: zipfile checks its CRC
+        if len(data) < size and want < info.compress_size:
+            return None
+        return data[:size]
 
     def read(self, name: str, limit: Optional[int] = None) -> bytes:
         """The inflated bytes of entry ``name``, within the limits."""
