@@ -349,12 +349,26 @@ def _refuse(path: str, code: str, **args: object) -> Exception:
     return error
 
 
-def _open_zip(path: str, policy: Policy, data: Optional[bytes] = None) -> tuple[ZipReader, int]:
+def _open_zip(path: str, policy: Policy, data: Optional[bytes] = None,
+              opened: Optional[tuple] = None) -> tuple[ZipReader, int]:
     """Open ``path`` (or ``data``, its bytes, e.g. standard input) as a zip within the
-    entry-count limit; raise InputError otherwise."""
+    entry-count limit; raise InputError otherwise.  ``opened``: the ``(file, ZipFile)``
+    that recognising the file within the same limit made (``FileKind.opened``), read on
+    instead of opening the file again."""
     import zipfile
 
     from .walk import not_regular
+
+    if opened is not None:
+        handle, zf = opened
+        try:
+            count = _end_record(handle)[0]  # as below: the count announced (the walk was done)
+        except (ValueError, struct.error, OSError):
+            count = policy.max_entries + 1
+        if count <= policy.max_entries and zf.fp is not None:
+            return ZipReader(path, zf, policy), count
+        zf.close()
+        handle.close()
 
     reason = not_regular(path) if data is None else None
     if reason is not None:  # opening a FIFO blocks, a device never ends
@@ -715,17 +729,19 @@ class OpenedArchive:
 
 @contextmanager
 def reading_archive(path: str | os.PathLike, policy: Optional[Policy] = None, grammar: Optional[str] = None,
-                    data: Optional[bytes] = None, cache: Any = None) -> Iterator[OpenedArchive]:
+                    data: Optional[bytes] = None, cache: Any = None,
+                    opened: Optional[tuple] = None) -> Iterator[OpenedArchive]:
     """Open an archive within the limits and read its code entries (see the module docs);
     the zip is closed when the block ends.  Raises :class:`codeparse.InputError`.
 
-    ``data``: the archive's bytes when it is not a file (``check -`` reads standard input)."""
+    ``data``: the archive's bytes when it is not a file (``check -`` reads standard input);
+    ``opened``: the zip already open (:func:`_open_zip`)."""
     from .checkdata import Limits
     from .grammar import load_semantics
 
     shown = os.fspath(path)
     policy = policy or Limits()
-    reader, count = _open_zip(shown, policy, data)
+    reader, count = _open_zip(shown, policy, data, opened)
     try:
         opened = OpenedArchive(shown, reader, count, policy, cache)
         layout, prefixes = _code_prefixes(reader)

@@ -340,11 +340,13 @@ def read_stdin() -> bytes:
     return buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")
 
 
-def _kind(path: str, data: Optional[bytes], policy: Policy):
+def _kind(path: str, data: Optional[bytes], policy: Policy, keep: bool = False):
     from .filekind import recognize, recognize_bytes
 
     try:
-        return recognize_bytes(data, policy.max_entries) if data is not None else recognize(path, policy.max_entries)
+        if data is not None:
+            return recognize_bytes(data, policy.max_entries)
+        return recognize(path, policy.max_entries, keep)
     except OSError:
         return None  # the readers below say why
 
@@ -364,9 +366,6 @@ def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: O
                scan_only: bool = False, cache: Any = None) -> dict:
     """:func:`check_input` as plain data (``InputReport.model_dump(mode="json")``): what
     ``check`` runs for each input, in its worker process."""
-    from .api import InputError
-    from .archive import is_archive_path
-
     if problem == NOT_A_MODEL:
         return input_report(path, "other", True)
     if problem is not None and problem.startswith(OUTSIDE_TREE):
@@ -384,7 +383,21 @@ def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: O
         report = scan(path, policy, data)
         report["findings"] = _filter(report["findings"], policy, force=not report["readable"])
         return report
-    kind = _kind(path, data, policy)
+    kind = _kind(path, data, policy, keep=policy.target != "export")
+    opened = kind.opened if kind is not None else None
+    try:
+        return _check_kind(path, policy, kind, data, cache, opened)
+    finally:
+        if opened is not None:  # read and closed by now, unless something failed on the way
+            opened[1].close()
+            opened[0].close()
+
+
+def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cache: Any,
+                opened: Optional[tuple]) -> dict:
+    from .api import InputError
+    from .archive import is_archive_path
+
     if kind is not None and kind.kind not in ("torchscript", "other"):
         from .scan import scan_input
 
@@ -394,7 +407,7 @@ def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: O
     if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
         try:
             if policy.target != "export":
-                return _check_archive(path, policy, cache, data)
+                return _check_archive(path, policy, cache, data, opened)
             # torch.export's rules read the whole Archive and every debug line map.
             from .archive import read_archive
 
@@ -475,7 +488,8 @@ def _with_export(findings: list[Any], export: list[Any], order: list[str]) -> li
     return sorted(merged, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
 
 
-def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None) -> dict:
+def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,
+                   opened: Optional[tuple] = None) -> dict:
     """One archive: each entry parsed once, the program resolved, and only the selected
     findings built.
 
@@ -489,7 +503,7 @@ def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] 
 
     if cache is None:
         cache = EntryCache()
-    with reading_archive(path, policy, None, data, cache) as opened:
+    with reading_archive(path, policy, None, data, cache, opened) as opened:
         program = _program(opened, cache)
         per_file: list[dict] = []
         for display, found in program["per_file"]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 __all__ = ["FileKind", "recognize", "recognize_bytes", "MODEL_SUFFIXES", "LFS_MAGIC", "parse_lfs_pointer"]
@@ -47,6 +47,9 @@ class FileKind:
     kind: str
     root: Optional[str] = None
     detail: str = ""
+    # recognize(..., keep=True) of a TorchScript zip: its open ``(file, zipfile.ZipFile)``,
+    # for the caller to read on (codeparse.archive) and close.
+    opened: Optional[tuple] = field(default=None, compare=False, repr=False)
 
 
 def parse_lfs_pointer(data: bytes) -> tuple[str, str]:
@@ -66,7 +69,7 @@ def _legacy_checkpoint(head: bytes) -> bool:
     return head[2:4] == b"\x8a\x0a" and head[4:14] == magic
 
 
-def _zip_kind(handle: io.BufferedIOBase, max_entries: int) -> FileKind:
+def _zip_kind(handle: io.BufferedIOBase, max_entries: int, keep: bool = False) -> FileKind:
     import struct
     import zipfile
 
@@ -76,8 +79,8 @@ def _zip_kind(handle: io.BufferedIOBase, max_entries: int) -> FileKind:
         if _entry_count(handle, max_entries) > max_entries:  # the central directory walked, not trusted
             return FileKind("torchscript", detail="too many entries to list")
         handle.seek(0)
-        with zipfile.ZipFile(handle) as zf:
-            names = zf.namelist()
+        zf = zipfile.ZipFile(handle)
+        names = zf.namelist()
     except (ValueError, OSError, EOFError, struct.error, zipfile.BadZipFile, zipfile.LargeZipFile,
             NotImplementedError, UnicodeDecodeError):
         return FileKind("torchscript", detail="damaged zip")  # check reports why (CP305)
@@ -85,7 +88,11 @@ def _zip_kind(handle: io.BufferedIOBase, max_entries: int) -> FileKind:
     root = next(iter(roots)) if len(roots) == 1 else None
     inner = {n.split("/", 1)[1] for n in names if "/" in n and (root is None or n.startswith(root + "/"))}
     if any(n.startswith(("code/", ".data/ts_code/")) for n in inner) or inner & {"model.json", "bytecode.pkl"}:
+        if keep:
+            return FileKind("torchscript", root, opened=(handle, zf))
+        zf.close()
         return FileKind("torchscript", root)
+    zf.close()
     if "archive_format" in inner or any(n.startswith("models/") and n.endswith(".json") for n in inner):
         return FileKind("pt2", root)
     if "data.pkl" in inner:
@@ -98,20 +105,29 @@ def recognize_bytes(data: bytes, max_entries: int = 50_000) -> FileKind:
     return _recognize(data[:16], lambda: io.BytesIO(data), max_entries)
 
 
-def recognize(path: str | os.PathLike, max_entries: int = 50_000) -> FileKind:
-    """The kind of the file at ``path``; OSError when it cannot be opened."""
-    with open(path, "rb") as handle:
+def recognize(path: str | os.PathLike, max_entries: int = 50_000, keep: bool = False) -> FileKind:
+    """The kind of the file at ``path``; OSError when it cannot be opened.
+
+    ``keep``: a TorchScript zip stays open, read once (``opened``: the caller closes it)."""
+    handle = open(path, "rb")
+    try:
         head = handle.read(64)
         handle.seek(0)
-        return _recognize(head, lambda: handle, max_entries)
+        found = _recognize(head, lambda: handle, max_entries, keep)
+    except BaseException:
+        handle.close()
+        raise
+    if found.opened is None:
+        handle.close()
+    return found
 
 
-def _recognize(head: bytes, opener, max_entries: int) -> FileKind:
+def _recognize(head: bytes, opener, max_entries: int, keep: bool = False) -> FileKind:
     from .archive import PYTORCH1_MAGIC, ZIP_MAGIC
     from .picklescan import looks_like_pickle
 
     if head[:4] in ZIP_MAGIC:
-        return _zip_kind(opener(), max_entries)
+        return _zip_kind(opener(), max_entries, keep)
     if head.startswith(PYTORCH1_MAGIC):
         return FileKind("torchscript", detail="PYTORCH1")
     if head.startswith(LFS_MAGIC):
