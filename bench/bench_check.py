@@ -154,11 +154,11 @@ STAGES = (
     ("  statement classifier (declarations pre-pass)", "codeparse.api", "prepare_text"),
     ("  definitions walked", "codeparse.api", "start_file"),
     ("  conditions, calls, references (inference)", "codeparse.api", "finish_file"),
-    ("    `CodeFile` models built from the plain data", "codeparse.api", "_code_file"),
     ("program resolved: types, call graph, findings", "codeparse.resolve", "analyse"),
     ("debug info of files with findings (`.debug_pkl`)", "codeparse.archive", "OpenedArchive.origins"),
     ("pickle scan of `data.pkl`, `constants.pkl`; bytecode", "codeparse.archive", "OpenedArchive.tail_findings"),
-    ("`Finding` models", "codeparse.resolve", "to_finding"),
+    ("findings (plain data)", "codeparse.resolve", "to_finding"),
+    ("`Report` models for the caller (`codeparse.check`)", "codeparse.checkdata", "report_model"),
 )
 
 
