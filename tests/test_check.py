@@ -232,18 +232,24 @@ def _plain_and_model(paths: list[str], policy: Policy):
     return data, report_model(data), dumps
 
 
+@pytest.fixture(scope="module")
+def plain_trace():
+    """check's plain report over every fixture and legacy fixture (trace target), its models."""
+    return _plain_and_model([str(ROOT / "fixtures"), str(LEGACY)], Policy())
+
+
 @pytest.mark.parametrize("target", ["trace", "export"])
-def test_plain_reports_are_the_model_reports_byte_for_byte(no_pyproject, target):
+def test_plain_reports_are_the_model_reports_byte_for_byte(request, target):
     """The CLI writes JSON from plain data with json.dumps: over every fixture (archives,
     code files, checkpoints, pickles, legacy archives), the text is the one pydantic writes
     for the models validated from that data, for the report and each input; the models
     codeparse.check builds from it without validating equal the validated ones."""
     if target == "trace":
-        paths = [str(ROOT / "fixtures"), str(LEGACY)]
+        data, model, dumps = request.getfixturevalue("plain_trace")
     else:  # slower: the whole model path runs for each archive
         paths = [str(ROOT / "fixtures" / "files"), str(ROOT / "fixtures" / "text" / "custom_model" / "script.code"),
                  str(ROOT / "fixtures" / "missing.pt"), *sorted(str(p) for p in ARCHIVES.glob("*.pt"))[::8]]
-    data, model, dumps = _plain_and_model(paths, Policy(target=target))
+        data, model, dumps = _plain_and_model(paths, Policy(target=target))
     assert len(data["inputs"]) > (250 if target == "trace" else 40) and any(not i["readable"] for i in data["inputs"])
     assert {i["kind"] for i in data["inputs"]} >= {"archive", "code", "checkpoint", "pickle", "pt2", "other"}
     validated = Report.model_validate(data)  # the data is what the models hold: built without validation, equal
@@ -253,17 +259,16 @@ def test_plain_reports_are_the_model_reports_byte_for_byte(no_pyproject, target)
         assert dumps(item) == built.model_dump_json()
 
 
-def test_the_check_path_gives_the_findings_of_the_archive_model(no_pyproject):
+def test_the_check_path_gives_the_findings_of_the_archive_model(plain_trace):
     """`check` resolves an archive on plain data; the model path (`open_archive`, every
     `CodeFile` a model) gives the same findings, origins included, for every fixture archive."""
     from codeparse.archive import read_archive
     from codeparse.check import archive_report
 
-    paths = sorted(str(p) for p in ARCHIVES.glob("*.pt"))
-    data, _, _ = _plain_and_model(paths, Policy())
+    data = plain_trace[0]
     compared = 0
     for item in data["inputs"]:
-        if item["kind"] != "archive" or not item["readable"]:
+        if item["kind"] != "archive" or not item["readable"] or Path(item["path"]).parent != ARCHIVES:
             continue
         archive = read_archive(item["path"], Policy())
         if any(f.code in ("CP314", "CP315", "CP343") for f in archive.findings):
