@@ -177,9 +177,73 @@ def dumps(data: Any, indent: Optional[int] = None) -> Optional[str]:
     """``data`` as the JSON text pydantic's ``model_dump_json(indent=...)`` writes for the
     matching model, or None when it has no such text (a lone surrogate in a string, which
     pydantic refuses: the caller then takes the model path and its error)."""
-    text = json.dumps(data, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"))
+    text = None
+    if indent:
+        try:
+            text = _indented(data, " " * indent)
+        except TypeError:  # not plain JSON data: json decides
+            text = None
+    if text is None:
+        text = json.dumps(data, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return None
     return text
+
+
+def _indented(value: Any, step: str) -> str:
+    """``json.dumps(value, indent=len(step), ensure_ascii=False)`` for plain JSON data (dicts
+    with string keys, lists, strings, ints, finite floats, booleans, None), written about
+    2.5 times faster: the standard library indents with its pure-Python encoder (a report of
+    a model zoo: 110 -> 45 ms).  TypeError for anything else."""
+    from json.encoder import encode_basestring as string  # the C function, where there is one
+
+    out: list[str] = []
+    append = out.append
+    int_text, float_text = int.__repr__, float.__repr__
+    infinity = float("inf")
+
+    def write(value: Any, pad: str) -> None:
+        kind = type(value)
+        if kind is str:
+            append(string(value))
+        elif kind is dict:
+            if not value:
+                append("{}")
+                return
+            inner = pad + step
+            head = "{\n" + inner
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise TypeError(key)
+                append(head + string(key) + ": ")
+                head = ",\n" + inner
+                write(item, inner)
+            append("\n" + pad + "}")
+        elif kind is list:
+            if not value:
+                append("[]")
+                return
+            inner = pad + step
+            head = "[\n" + inner
+            for item in value:
+                append(head)
+                head = ",\n" + inner
+                write(item, inner)
+            append("\n" + pad + "]")
+        elif value is None:
+            append("null")
+        elif value is True:
+            append("true")
+        elif value is False:
+            append("false")
+        elif kind is int:
+            append(int_text(value))
+        elif kind is float and value == value and -infinity < value < infinity:
+            append(float_text(value))
+        else:
+            raise TypeError(kind)
+
+    write(value, "")
+    return "".join(out)

@@ -279,3 +279,19 @@ def test_the_check_path_gives_the_findings_of_the_archive_model(plain_trace):
         assert (from_model["files"], from_model["branches"]) == (item["files"], item["branches"])
         compared += 1
     assert compared > 200
+
+
+def test_plain_json_is_what_json_dumps_writes():
+    """The report's indented JSON is written by checkdata's own indenter: the text
+    json.dumps(indent=2, ensure_ascii=False) gives, or None where pydantic has no text."""
+    from codeparse.checkdata import dumps
+
+    cases = [{}, [], {"a": []}, {"a": {}}, {"x": [{"y": [[]]}]}, {"n": None, "t": True, "f": False},
+             [1, -7, 2.5, -0.0, 1e16, 1e-7, 60.0, "é\n\"\\\x1f\u2028\U0001F600"], float("nan"), {1: 2}, "a\ud800b"]
+    for case in cases:
+        try:
+            expected = json.dumps(case, indent=2, ensure_ascii=False)
+            expected.encode("utf-8")
+        except UnicodeEncodeError:
+            expected = None
+        assert dumps(case, indent=2) == expected, case
