@@ -147,7 +147,9 @@ def _write_report(data: dict, fmt: str, out: TextIO, color: Optional[bool], stat
         from .cli import _version
         from .sarif import to_sarif
 
-        out.write(json.dumps(to_sarif(report, _version(), source_root=policy.source_root), indent=2) + "\n")
+        from .checkdata import indented_json
+
+        out.write(indented_json(to_sarif(report, _version(), source_root=policy.source_root)) + "\n")
     elif fmt == "concise":
         from .reporters import render_concise
 

@@ -53,11 +53,19 @@ def _under(path: str, root: Path) -> Optional[str]:
     return relative.as_posix() if resolved.is_file() else None
 
 
-def location(finding: Any, source_root: Optional[str | os.PathLike] = None) -> Location:
-    """Where to show ``finding`` (see the module docs)."""
+def location(finding: Any, source_root: Optional[str | os.PathLike] = None, memo: Optional[dict] = None) -> Location:
+    """Where to show ``finding`` (see the module docs).  ``memo``: a dict kept over the
+    findings of one report, so that each original file is looked up once, not once per
+    finding (findings share a few files)."""
     root = Path(source_root) if source_root is not None else Path.cwd()
     if finding.origin is not None:
-        relative = _under(finding.origin.path, root)
+        key = (finding.origin.path, root)
+        if memo is not None and key in memo:
+            relative = memo[key]
+        else:
+            relative = _under(finding.origin.path, root)
+            if memo is not None:
+                memo[key] = relative
         if relative is not None:
             return Location(relative, max(finding.origin.line, 1), 1, None, None, True)
     span = finding.span
@@ -87,8 +95,9 @@ def library_summary(report: Any) -> Optional[str]:
 
 def render_concise(report: Any, out: TextIO, source_root: Optional[str] = None, include_library: bool = False,
                    quiet: bool = False) -> None:
+    memo: dict = {}
     for finding in _shown(report, include_library):
-        where = location(finding, source_root)
+        where = location(finding, source_root, memo)
         out.write(f"{for_text(where.path)}:{where.line}:{where.column}: {finding.code} {for_text(finding.message)}\n")
     if not quiet:
         summary = library_summary(report) if not include_library else None
@@ -106,8 +115,9 @@ def github_escape_property(text: str) -> str:
 
 def render_github(report: Any, out: TextIO, source_root: Optional[str] = None, include_library: bool = False,
                   quiet: bool = False) -> None:
+    memo: dict = {}
     for finding in _shown(report, include_library):
-        where = location(finding, source_root)
+        where = location(finding, source_root, memo)
         props = [f"file={github_escape_property(where.path)}", f"line={where.line}", f"col={where.column}"]
         if where.end_line is not None and where.end_line == where.line and where.end_column:
             props.append(f"endColumn={where.end_column}")

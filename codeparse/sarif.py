@@ -89,10 +89,10 @@ def _archive_location(finding: Finding) -> dict[str, Any]:
     return {"physicalLocation": physical}
 
 
-def _result(finding: Finding, rule_index: int, source_root: Optional[str]) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: int, source_root: Optional[str], memo: Optional[dict] = None) -> dict[str, Any]:
     from .reporters import location
 
-    where = location(finding, source_root)
+    where = location(finding, source_root, memo)
     if where.from_origin:
         primary = {"physicalLocation": {"artifactLocation": {"uri": _uri(where.path)},
                                         "region": _region(where.line, 1, None, None)}}
@@ -150,7 +150,8 @@ def to_sarif(report: Report, version: str = "unknown", source_root: Optional[str
             "defaultConfiguration": {"level": _LEVEL[row.severity]},
             "helpUri": rule_help_uri(code),
         })
-    results = [_result(f, index[f.code], source_root) for r in report.inputs for f in r.findings]
+    memo: dict = {}  # each original file looked up once (reporters.location)
+    results = [_result(f, index[f.code], source_root, memo) for r in report.inputs for f in r.findings]
     artifacts = [{"location": {"uri": _uri(r.path)}} for r in report.inputs]
     return {
         "$schema": SARIF_SCHEMA,

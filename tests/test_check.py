@@ -284,7 +284,7 @@ def test_the_check_path_gives_the_findings_of_the_archive_model(plain_trace):
 def test_plain_json_is_what_json_dumps_writes():
     """The report's indented JSON is written by checkdata's own indenter: the text
     json.dumps(indent=2, ensure_ascii=False) gives, or None where pydantic has no text."""
-    from codeparse.checkdata import dumps
+    from codeparse.checkdata import dumps, indented_json
 
     cases = [{}, [], {"a": []}, {"a": {}}, {"x": [{"y": [[]]}]}, {"n": None, "t": True, "f": False},
              [1, -7, 2.5, -0.0, 1e16, 1e-7, 60.0, "é\n\"\\\x1f\u2028\U0001F600"], float("nan"), {1: 2}, "a\ud800b"]
@@ -295,3 +295,4 @@ def test_plain_json_is_what_json_dumps_writes():
         except UnicodeEncodeError:
             expected = None
         assert dumps(case, indent=2) == expected, case
+        assert indented_json(case) == json.dumps(case, indent=2), case  # ASCII, as SARIF is written
