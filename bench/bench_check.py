@@ -209,7 +209,8 @@ def stages(paths: list[Path], rounds: int = 3) -> tuple[float, list[tuple[str, f
     return total, [(label, spent.get(label, 0.0)) for label, _, _ in STAGES]
 
 
-# A `codeparse check` process split: interpreter start, imports, readying, the check itself.
+# A `codeparse check` process split: interpreter start, the imports of the command, the check itself
+# (with one worker, the worker loads the grammar patterns and operator tables its input needs).
 SPLIT = (
     "import resource, sys, time\n"
     "def cpu():\n"
@@ -217,25 +218,22 @@ SPLIT = (
     "    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime\n"
     "start = cpu()\n"
     "import importlib, io, contextlib\n"
-    "import codeparse.cli\n"
+    "import codeparse.cli, codeparse.cli_check\n"
     "checker = importlib.import_module('codeparse.check')\n"
-    "from codeparse import api, archive, cache, debuginfo, extract, inference, resolve, scan  # noqa\n"
     "imported = cpu()\n"
-    "checker.warm_up()\n"
-    "ready = cpu()\n"
     "with contextlib.redirect_stdout(io.StringIO()):\n"
     "    codeparse.cli.main(['check', '--format', 'jsonl', '--config', '/dev/null', *sys.argv[1:]])\n"
-    "print(start, imported - start, ready - imported, cpu() - ready)\n"
+    "print(start, imported - start, cpu() - imported)\n"
 )
 
 
-def process_split(path: Path) -> tuple[float, float, float, float]:
+def process_split(path: Path) -> tuple[float, float, float]:
     """CPU time of a check process on ``path``: before any import (the interpreter's start),
-    imports, readying (grammar, operator tables), the check (its worker included)."""
+    the command's imports, the check (its worker included)."""
     out = subprocess.run([sys.executable, "-c", SPLIT, *BIG_LIMITS, str(path)], capture_output=True, text=True,
                          cwd=ROOT, check=True)
-    start, imports, ready, run = map(float, out.stdout.split()[-4:])
-    return start, imports, ready, run
+    start, imports, run = map(float, out.stdout.split()[-3:])
+    return start, imports, run
 
 
 def peak(path: Path) -> int:
@@ -343,9 +341,9 @@ def main() -> int:
     lines += [
         "",
         f"A `codeparse check` process on the Transformer, in CPU time: {split[0] * 1000:.0f} ms to start the "
-        f"interpreter, {split[1] * 1000:.0f} ms of imports, {split[2] * 1000:.0f} ms readying (grammar patterns "
-        f"and operator tables, `check.warm_up`), {split[3] * 1000:.0f} ms for the check itself (its worker "
-        "process and the JSON output included).",
+        f"interpreter, {split[1] * 1000:.0f} ms of imports, {split[2] * 1000:.0f} ms for the check itself (its "
+        "worker process, which loads the grammar patterns and operator tables the input needs, and the JSON "
+        "output included).",
     ]
     if scale:
         lines += [
