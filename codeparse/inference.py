@@ -90,6 +90,15 @@ def _union(results: list) -> tuple[frozenset, frozenset]:
     return (frozenset().union(*(r[0] for r in parts)), frozenset().union(*(r[1] for r in parts)))
 
 
+def _union2(a: tuple, b: tuple) -> tuple[frozenset, frozenset]:
+    """_union([a, b])."""
+    if not (a[0] or a[1]):
+        return b if (b[0] or b[1]) else _EMPTY
+    if not (b[0] or b[1]):
+        return a
+    return (a[0] | b[0] if b[0] else a[0], a[1] | b[1] if b[1] else a[1])
+
+
 def _remark(found: frozenset, mark: Optional[str]) -> frozenset:
     """Rule 8: a mark above replaces the marks beneath it (runtime sources keep theirs)."""
     if not mark:
@@ -863,6 +872,10 @@ class Inference:
         found = self._memo_results.get(key)
         if found is not None:
             return found
+        return self._enter(key, compute, args)
+
+    def _enter(self, key, compute, args):
+        """:meth:`_memo` for a key not memoized (its callers looked)."""
         index = self._index
         number = index.get(key)
         if number is not None:  # open: a cycle goes through it
@@ -1032,14 +1045,7 @@ class Inference:
 
     def _visit(self, node: Expr, scopes: tuple[Scope, ...]):
         """(sources, pins) beneath ``node``, used at ``scopes``."""
-        sem = self.sem
         kind = type(node)
-        if kind is CallExpr:
-            result = self._visit_call(node, scopes)
-            func = node.func
-            if type(func) is Name and func.id in sem.intrinsics and func.id != "getattr":
-                return result  # `annotate(T, v)`, `range(n)`: no computation of their own
-            return self._in_loops(result, scopes) if scopes else result
         if kind is Name:
             name = node.id
             leaf = self._leaves.get(name, False)
@@ -1053,7 +1059,14 @@ class Inference:
                 return found
             if leaf is not None:
                 return self._visit_single(name, leaf, key)
-            return self._memo(key, self._visit_name, name, scopes)
+            return self._enter(key, self._visit_name, (name, scopes))
+        sem = self.sem
+        if kind is CallExpr:
+            result = self._visit_call(node, scopes)
+            func = node.func
+            if type(func) is Name and func.id in sem.intrinsics and func.id != "getattr":
+                return result  # `annotate(T, v)`, `range(n)`: no computation of their own
+            return self._in_loops(result, scopes) if scopes else result
         if kind is Const:
             return _EMPTY
         if isinstance(node, Opaque):
@@ -1069,7 +1082,7 @@ class Inference:
                 return _EMPTY  # CONSTANTS.c0, torch.float32, __torch__.Color.RED: fixed values
             return self._in_loops(self._visit(node.value, scopes), scopes)
         if isinstance(node, (Index, Seq)):
-            return self._in_loops(_union([self._visit(child, scopes) for child in node.children()]), scopes)
+            return self._in_loops(self._visit_all(node.children(), scopes), scopes)
         return _EMPTY
 
     def _leaf(self, name: str):
@@ -1113,13 +1126,35 @@ class Inference:
         if found is None:
             _nesting[0] += 2  # inside the use and definitions entries
             try:
-                found = self._memo(entry, self._visit_def, d)
+                found = self._enter(entry, self._visit_def, (d,))
             finally:
                 _nesting[0] -= 2
             if memo.get(entry) is None:
                 return found  # open: part of a cycle still settling
         memo[name] = memo[key] = found
         return found
+
+    def _visit_all(self, nodes: list, scopes: tuple[Scope, ...]):
+        """The union of the visits of ``nodes`` (as _union of them, without the lists)."""
+        visit = self._visit
+        first = sources = pins = None
+        for node in nodes:
+            r = visit(node, scopes)
+            if r[0] or r[1]:
+                if first is None:
+                    first = r
+                elif sources is None:
+                    sources, pins = set(first[0]), set(first[1])
+                    sources.update(r[0])
+                    pins.update(r[1])
+                else:
+                    sources.update(r[0])
+                    pins.update(r[1])
+        if first is None:
+            return _EMPTY
+        if sources is None:
+            return first
+        return frozenset(sources), frozenset(pins)
 
     def _in_loops(self, result, scopes: tuple[Scope, ...]):
         """Rule 7: a value computed inside a loop depends on the loop's test or iterable."""
@@ -1132,7 +1167,7 @@ class Inference:
         if key is None:
             return result
         deps = self._memo(key, self._visit_loops, scopes, key[2])
-        return _union([result, deps]) if deps[0] else result
+        return _union2(result, deps) if deps[0] else result
 
     def _visit_name(self, name: str, scopes: tuple[Scope, ...]):
         path = self.name_path(name)
@@ -1140,7 +1175,7 @@ class Inference:
             return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
         # What the definitions compute does not depend on the use: one entry per name.
         defs = self._memo_results.get(name)  # the entry of a name's definitions is the name itself
-        parts = [defs if defs is not None else self._memo(name, self._visit_defs, name)]
+        parts = [defs if defs is not None else self._enter(name, self._visit_defs, (name,))]
         # Control dependence: the ifs around a definition that do not also surround the
         # use, and every loop around it (rule 7: the trip count decides it).
         for scope, def_scopes in self._controls(name):
@@ -1148,7 +1183,7 @@ class Inference:
                 key = ("test", scope, def_scopes)
                 found = self._memo_results.get(key)
                 if found is None:
-                    found = self._memo(key, self._visit_test, scope, def_scopes)
+                    found = self._enter(key, self._visit_test, (scope, def_scopes))
                 parts.append(found)
         return _union(parts)
 
@@ -1158,7 +1193,7 @@ class Inference:
         for d in self.facts.defs[name]:
             key = id(d)  # the entry of one definition: its identity
             found = memo.get(key)
-            parts.append(found if found is not None else self._memo(key, self._visit_def, d))
+            parts.append(found if found is not None else self._enter(key, self._visit_def, (d,)))
         return _union(parts)
 
     def _visit_test(self, scope: Scope, scopes: tuple[Scope, ...]):
@@ -1188,7 +1223,7 @@ class Inference:
             return _EMPTY
         if d.kind == "mutate" and isinstance(value, CallExpr):
             # `torch.append(l, v)` defines `l` by what it adds.
-            return _union([self._visit(a, d.scopes) for a in value.args[1:]])
+            return self._visit_all(value.args[1:], d.scopes)
         return self._visit(value, d.scopes)
 
     # -- calls -----------------------------------------------------------------
@@ -1290,7 +1325,7 @@ class Inference:
                 operands = [args[-1]]
             elif target == "uninitialized":
                 return _EMPTY
-            return _union([self._visit(a, scopes) for a in operands])
+            return self._visit_all(operands, scopes)
         if kind == "function":
             if target and sem.is_runtime_function(target):
                 # Rule 1: by its full name, wherever it is reached (an alias included).
@@ -1302,7 +1337,7 @@ class Inference:
                 return frozenset({(target, None, "runtime", "bool")}), frozenset()
             if callee is not None:
                 return self._follow(callee, node, None, scopes)
-            return _union([self._visit(a, scopes) for a in operands])
+            return self._visit_all(operands, scopes)
         return self._visit_operator(node, target, operands, scopes, args)
 
     def _visit_method(self, node: CallExpr, receiver: Expr, operands: list, scopes):
@@ -1330,19 +1365,21 @@ class Inference:
             text = dotted(node.func) or target
             typ = "bool" if name.startswith(("is_", "has_", "are_", "_is_")) else None
             return frozenset({(text, None, "runtime", typ)}), frozenset()
-        pins: set[tuple[str, str]] = set()
+        pins: Optional[set[tuple[str, str]]] = None
         if role is not None:
             if role == "tensor_only":
                 mark = "tensor_shape" if (args and self._is_tensor(args[0])) else None
             elif role == "conversion":
                 mark = "tensor_value" if (args and self._is_tensor(args[0])) else None
             elif len(args) == 2:  # a comparison
-                pins.update(self._pins(args))
+                pins = self._pins(args)
         if mark in _VALUE_MARKS and args:
             ref, declared = self._ref_type(args[0])
             if ref and not declared:
+                if pins is None:
+                    pins = set()
                 pins.add((ref, "Tensor"))
-        found, inner_pins = _union([self._visit(a, scopes) for a in operands])
+        found, inner_pins = self._visit_all(operands, scopes)
         if mark:
             if not found and mark in _VALUE_MARKS and args and not self._named_only:
                 # Rule 2: the operator reads a Tensor that no named source produced.
