@@ -89,6 +89,8 @@ def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
     hostile = [
         "(" * 2000 + "x", "a." * 4000 + "b", "f(" + "x, " * 4000, '"' + "\\" * 4001, "[1, " * 3000,
         "import " + "a." * 4000, "op_version_set = " + "1" * 8000,
+        # Unclosed nested types, element after element: `x: A[B, A[B, ...`.
+        "x: " + "A[B, " * 1500, "def f(x: " + "A[B, " * 1500,
     ]
 
     def doubling(match, line: str, rounds: int) -> list[float]:
