@@ -41,3 +41,37 @@ def test_split_items_on_printed_calls():
     assert trailing and close == len(text) - 1
     assert split_items("f(a, , b)", 2, 9, finder, openers)[2] is None  # an empty item: no closer
     assert split_items("f(a, (b]", 2, 8, finder, openers) is _FALLBACK  # brackets that do not nest
+
+
+_LEAF = st.text(st.sampled_from(list("a =.")), max_size=3)
+_SEP = st.sampled_from([",", ", ", " ,", "", ",  ", ",,"])
+
+
+def _bracketed(inner):
+    def build(pair, parts, seps):
+        return pair[0] + "".join(p + s for p, s in zip(parts, seps)) + pair[1]
+    return st.builds(build, st.sampled_from(["()", "[]", "{}"]), st.lists(inner, max_size=4),
+                     st.lists(_SEP, min_size=4, max_size=4))
+
+
+_NESTED = st.recursive(_LEAF, _bracketed, max_leaves=12)
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_NESTED, max_size=5), seps=st.lists(_SEP, min_size=5, max_size=5))
+def test_counted_items_agree_with_the_grammars_items_pattern_on_nested_brackets(grammar_id, parts, seps):
+    """The same on brackets that nest (most printed code): a call whose arguments hold
+    brackets, empty items, trailing and doubled separators."""
+    g = load_grammar(grammar_id)
+    finder, openers, _quotes = structure_finder(g)
+    text = "f(" + "".join(p + s for p, s in zip(parts, seps)) + ")"
+    found = split_items(text, 2, len(text), finder, openers)
+    assert found is not _FALLBACK
+    m = g.expression["items"].match(text, 2, len(text))
+    close = m.end()
+    if close >= len(text) or text[close] not in ")]}":
+        close = None
+    assert found[2] == close
+    if close is not None:
+        assert (found[0], found[1]) == (m.spans("item"), m.group("trailing") is not None)
