@@ -111,11 +111,11 @@ class Extractor:
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
         self._references = grammar.scan["references"].finditer
-        self._receiver = grammar.scan["receiver"].match
-        self._balanced = grammar.scan["balanced"].match
+        # `receiver` and `balanced` are compiled when a text first needs them (`regex`
+        # compiles slowly, and many texts never ask): see _scan and _call_spans.
         self._quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
         self._brackets = bracket_finder(grammar)
-        self._group = nesting(grammar)[0]
+        self._nested = nesting(grammar)
         self._closers = dict(grammar.bracket_pairs)
         frag = grammar.fragments
         self._param = frag["param"].fullmatch
@@ -453,7 +453,8 @@ class Extractor:
         refs: list[dict] = []
         receivers: set[str] = set()
         intern = self.intern
-        receiver_at = self._receiver
+        receiver_at = None
+        dot_after = -1
         intrinsics = sem.intrinsics
         self_name = sem.self_name
         operator = self.operator
@@ -502,7 +503,16 @@ class Extractor:
                     pos += 1 + len(attr)
                     refs.append(ref(base, at, pos, inference))
             elif group == "paren":
-                r = receiver_at(text, m.start(), end)
+                at = m.start()
+                if dot_after < at:  # a receiver is followed by `).`: the next one, if any
+                    dot_after = text.find(").", at, end)
+                    if dot_after < 0:
+                        dot_after = end
+                if dot_after == end:
+                    continue
+                if receiver_at is None:
+                    receiver_at = self.grammar.scan["receiver"].match
+                r = receiver_at(text, at, end)
                 if r is None:
                     continue
                 rs, re_ = r.span("receiver")
@@ -546,12 +556,13 @@ class Extractor:
 
         Where the rest of the line holds no quote character, brackets pair up by counting
         (:func:`codeparse.parser.bracket_end`), most often answered by one ``re`` match
-        of :func:`codeparse.parser.nesting`; else the grammar's ``balanced`` pattern reads
+        of :func:`codeparse.parser.nesting` from just past the parenthesis; else the
+        grammar's ``balanced`` pattern reads
         the call (strings may hold brackets).  Line, column and where the line's last
         quote is are found once per line."""
         text = self.text
-        balanced = self._balanced
-        brackets, closers, group, quotes = self._brackets, self._closers, self._group, self._quotes
+        scan = self.grammar.scan
+        brackets, closers, nested, quotes = self._brackets, self._closers, self._nested, self._quotes
         find, rfind = text.find, text.rfind
         line_of = self.source.position
         lines: dict[int, tuple[int, int, int]] = {}  # line end -> (line number, line start, counted from)
@@ -576,15 +587,16 @@ class Extractor:
                 line = lines[stop] = (number, line_start, counted)
             number, line_start, counted = line
             if open_pos >= counted:
-                m = group(text, open_pos, stop)
-                if m is not None:
-                    close = m.end()
+                # The brackets after the parenthesis pair up to its closer, most often.
+                close = nested(text, open_pos + 1, stop).end()
+                if close < stop and text[close] == closers.get(text[open_pos]):
+                    close += 1
                 else:
                     close = bracket_end(text, open_pos, stop, closers, brackets)
                     if close is None:
                         close = open_pos + 1
             else:
-                b = balanced(text, open_pos, stop)
+                b = scan["balanced"].match(text, open_pos, stop)
                 close = b.end() if b else open_pos + 1
             return span_data(start, close, number, start - line_start + 1, number, close - line_start + 1)
 

@@ -184,9 +184,12 @@ class Statement:
 
     def master_source(self, prefix: str) -> str:
         """This rule's alternative in a master pattern: its ``classify`` pattern when it
-        has one, else itself with each group ``name`` renamed ``<prefix>name``."""
+        has one, else itself with each group ``name`` renamed ``<prefix>name`` (kept as it
+        is without a prefix)."""
         if self.classify is not None:
             return self.classify
+        if not prefix:
+            return self._lazy.source
         return _NAMED_GROUP.sub(lambda m: f"(?P<{prefix}{m.group(1)}>", self._lazy.source)
 
     def group_names(self) -> list[str]:
@@ -285,11 +288,22 @@ class _Alternation:
                 self.maps = [None]
                 return self._set(compiled)
             compiled = None  # it needs `regex`: the error below names the rule
-        source = "|".join(f"(?P<_{i}>{rule.master_source(f'_{i}_')})" for i, rule in enumerate(self.rules))
+        # A rule keeps its group names when no rule before it in the alternation uses them
+        # (then the match reads like the rule's own: most statements); else they are
+        # renamed `_<i>_<name>` and read through `maps`.
+        used = {f"_{i}" for i in range(len(self.rules))}
+        prefixes = []
+        for i, rule in enumerate(self.rules):
+            names = rule.group_names() if rule.classify is None else []
+            prefix = "" if used.isdisjoint(names) else f"_{i}_"
+            used.update(prefix + name for name in names)
+            prefixes.append(prefix)
+        source = "|".join(f"(?P<_{i}>{rule.master_source(prefix)})"
+                          for i, (rule, prefix) in enumerate(zip(self.rules, prefixes)))
         try:
             compiled = re.compile(source)
         except re.error as exc:
-            bad = next((r.name for i, r in enumerate(self.rules) if not _compiles(r.master_source(f"_{i}_"))), "?")
+            bad = next((r.name for r, prefix in zip(self.rules, prefixes) if not _compiles(r.master_source(prefix))), "?")
             raise GrammarError(
                 f"{self._path}: rule '{bad}': the master pattern needs every rule in `re` "
                 f"(give a rule that needs `regex` a `classify` pattern): {exc}"
@@ -297,10 +311,10 @@ class _Alternation:
         index = compiled.groupindex
         position = [0] * (compiled.groups + 1)
         maps = []
-        for i, rule in enumerate(self.rules):
+        for i, (rule, prefix) in enumerate(zip(self.rules, prefixes)):
             position[index[f"_{i}"]] = i
-            maps.append(False if rule.classify is not None else
-                        {name: index[f"_{i}_{name}"] for name in rule.group_names()})
+            maps.append(False if rule.classify is not None else None if not prefix else
+                        {name: index[prefix + name] for name in rule.group_names()})
         self.position = position
         self.maps = maps
         return self._set(compiled)

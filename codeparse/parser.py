@@ -181,37 +181,35 @@ def bracket_end(text: str, open_pos: int, stop: int, closers: dict, brackets) ->
 
 
 def nesting(grammar: Grammar, depth: int = _NEST_DEPTH):
-    """``(group, nested)``: the ``match`` and ``fullmatch`` of two ``re`` patterns built from
-    the grammar's bracket pairs, each answering in one C-level match what counting does in
-    a Python loop, for brackets nested at most ``depth`` deep (strings not considered):
+    """The ``match`` of an ``re`` pattern built from the grammar's bracket pairs: brackets
+    that pair up, nested at most ``depth`` deep, and any other text (strings are not
+    considered).  One C-level match answers what counting does in a Python loop:
 
-    * ``group(text, open_pos, stop)`` matches the bracketed group opening at ``open_pos``
-      (its end is :func:`bracket_end`'s answer); None when the brackets do not nest, do
-      not close, or nest deeper: then ask :func:`bracket_end`;
-    * ``nested(text, start, end)`` matches when every bracket of ``text[start:end]`` pairs
-      up (so each pair's counts are equal); None otherwise, or when deeper.
+    * ``nested.fullmatch``-like use, ``m = nested(text, start, end)`` with
+      ``m.end() == end``: every bracket of ``text[start:end]`` pairs up (so each pair's
+      counts are equal); otherwise they do not, or nest deeper;
+    * from just past an opener, ``m.end()`` is where the first bracket not paired within
+      the stretch stands: when that is the opener's closer, the group ends just past it
+      (:func:`bracket_end`'s answer); otherwise ask :func:`bracket_end`.
 
-    A grammar without pairs gets two patterns that never match."""
+    A grammar without pairs gets a pattern that matches any text."""
     chars = "".join(o + c for o, c in grammar.bracket_pairs)
-    return _nesting(chars, depth) if chars else (_never, _never)
-
-
-def _never(*args):
-    return None
+    return _nesting(chars, depth)
 
 
 @functools.cache
 def _nesting(chars: str, depth: int):
     import re
 
+    if not chars:
+        return re.compile("(?s:.)*+").match
     pairs = [(re.escape(chars[i]), re.escape(chars[i + 1])) for i in range(0, len(chars), 2)]
     other = "[^" + re.escape(chars) + "]"
     inner = other + "*+"  # inside the innermost group: no bracket
     for _ in range(depth - 1):
         inner = "(?:" + other + "++|" + "|".join(o + inner + c for o, c in pairs) + ")*+"
     group = "|".join(o + inner + c for o, c in pairs)
-    nested = "(?:" + other + "++|" + group + ")*+"
-    return re.compile(group).match, re.compile(nested).fullmatch
+    return re.compile("(?:" + other + "++|" + group + ")*+").match
 
 
 def bracket_finder(grammar: Grammar, method: str = "finditer"):
@@ -240,11 +238,16 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     physical = physical_pattern.match
     physical_groups = physical_pattern.groupindex
     blank = grammar.lines["blank"].fullmatch
-    balanced = grammar.lines["balanced"].fullmatch
+    lines = grammar.lines
+
+    def balanced(text: str, start: int, end: int, timeout: float):
+        # Compiled when first needed (a line with a quote and unequal bracket counts):
+        # many texts never ask, and compiling it is start-up time.
+        return lines["balanced"].fullmatch(text, start, end, timeout=timeout)
     pairs = grammar.bracket_pairs
 
     find_bracket = bracket_finder(grammar, "search")
-    nested = nesting(grammar)[1]
+    nested = nesting(grammar)
 
     def excess(start: int, end: int) -> tuple[int, bool]:
         """Opening minus closing brackets in ``text[start:end]``, and whether every
@@ -370,7 +373,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.  A line
         # whose brackets nest (most lines) ends where it is.
-        if nested(text, indent_end, text_end) is not None:
+        if nested(text, indent_end, text_end).end() == text_end:
             stop, even = text_end, True
         else:
             stop, even = logical_end(indent_end, text_end, column)

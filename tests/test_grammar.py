@@ -156,8 +156,9 @@ def test_classify_patterns_match_every_line_their_rule_matches(grammar_id):
             index, m = hit
             mapping = master.maps[index]
             own = master.rules[index].pattern.match(line)
-            groups = m.groupdict() if mapping is None else {name: m.group(i) for name, i in mapping.items()}
-            assert (groups, m.end()) == (own.groupdict(), own.end()), line
+            expected = own.groupdict()
+            groups = {name: m.group(name if mapping is None else mapping[name]) for name in expected}
+            assert (groups, m.end()) == (expected, own.end()), line
 
 
 def test_deep_parentheses_cost_linear_time():
@@ -208,3 +209,31 @@ def test_type_shortcut_ends_where_the_recursive_type_does(grammar_id):
                 assert (a and a.end()) == (b and b.end()), (line, pos)
                 checked += a is not None
     assert checked > 1000
+
+
+def test_groups_renamed_in_the_master_read_like_the_rules_own(tmp_path):
+    """Two rules of one master alternation with a group of the same name (`assign` and
+    `call_stmt` both name `value` once `call_stmt` has no `classify`): the later one's groups
+    are renamed, and its statements read the same through `group`, `span_of` and `match`."""
+    from codeparse.parser import parse_statements
+    from codeparse.source import SourceText
+
+    path = variant(tmp_path, "classify = '[^\\n]*+'\n", "")
+    renamed = load_grammar_file(path)
+    real = load_grammar("torchscript-v2")
+    master = renamed.master(None)
+    maps = dict(zip((r.name for r in master.rules), master.maps))
+    assert maps["assign"] is None and isinstance(maps["call_stmt"], dict)
+    text = "def f(self, x: Tensor) -> Tensor:\n  y = torch.add(x, x)\n  torch.append(l, y)\n  return y\n"
+    got = parse_statements(SourceText(text, "t"), renamed).body[0].body
+    want = parse_statements(SourceText(text, "t"), real).body[0].body
+    for a, b in zip(got, want):
+        assert (a.kind, a.start, a.end, a.group("value"), a.span_of("value")) == \
+            (b.kind, b.start, b.end, b.group("value"), b.span_of("value"))
+        ma, mb = a.match, b.match
+        assert (ma.span("value"), ma.group(), ma.end(), ma.groupdict()["value"], "targets" in ma.re.groupindex,
+                "type" in ma.re.groupindex) == (mb.span("value"), mb.group(), mb.end(), mb.groupdict()["value"],
+                                                "targets" in mb.re.groupindex, "type" in mb.re.groupindex)
+    assert [s.kind for s in got] == ["assign", "expr", "return"]
+    with pytest.raises(IndexError):
+        got[1].group("targets")
