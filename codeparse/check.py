@@ -23,6 +23,12 @@ Parse errors, unresolved references and archive limits are errors.
 Exit code of a :class:`Report`: 2 if an input could not be read at all, else 1 if a
 selected finding is at or above ``fail_on``, else 0.  Inputs are checked
 independently, so ``jobs > 1`` (processes) gives the same report as one process.
+
+The check runs on plain data (:mod:`codeparse.checkdata`): :func:`check_data` and
+:func:`input_data` return the report and an input's report as the dicts the models
+dump to, and read the policy as ``Limits``; the CLI writes every format from them
+without importing pydantic.  :func:`check` and :func:`check_input`, for Python callers,
+build the models from that data.
 """
 
 from __future__ import annotations
@@ -666,6 +672,11 @@ def warm_up() -> None:
     _warmed = True
     try:
         from . import archive, cache, debuginfo, resolve, scan  # noqa: F401 - imported for the workers
+
+        try:
+            import ctypes  # noqa: F401 - each worker's die-with-parent hook (codeparse.budget), once here
+        except ImportError:
+            pass
         from .api import parse_text
         from .grammar import load_grammar
         from .picklescan import classify

@@ -19,6 +19,11 @@ From the :class:`CodeFile` of every code entry this builds the :class:`Archive`:
 
 C++ custom classes (``__torch__.torch.classes.*``) are not defined in archives and
 are never reported as unresolved.
+
+Everything here works on the plain data of the parse (``CodeFile.model_dump(mode="json")``,
+from :func:`parse_program` ``as_dict=True``), and findings are plain data too
+(:mod:`codeparse.checkdata`): ``check`` builds no model.  Only :func:`resolve`, for an
+:class:`Archive`, builds the models.
 """
 
 from __future__ import annotations
