@@ -110,6 +110,7 @@ class Extractor:
         self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
+        self._typed_rules: dict = {}  # assignment rule -> does it capture a declared type
         self._references = grammar.scan["references"].finditer
         # `receiver` and `balanced` are compiled when a text first needs them (`regex`
         # compiles slowly, and many texts never ask): see _scan and _call_spans.
@@ -700,22 +701,24 @@ class _Walk:
                 self.facts.defs[name].append(Definition(name, "mutate", span, None, scopes, None, start))
 
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
+        typed = self.ex._typed_rules
         for s in stmts:
-            k = s.rule.emits
+            k = s.kind
             if k == "assign":
-                m = s.match
-                value = m.span("value")
-                self.bind(m.span("targets"), "assign", value, scopes, s.start,
-                          m.group("type") if "type" in m.re.groupindex else None)
+                value = s.span_of("value")
+                has_type = typed.get(s.rule)
+                if has_type is None:  # once per rule: does it capture a declared type?
+                    has_type = typed[s.rule] = "type" in s.match.re.groupindex
+                self.bind(s.span_of("targets"), "assign", value, scopes, s.start,
+                          s.group("type") if has_type else None)
                 self.mutation(value, scopes, s.start)
             elif k == "expr":
-                self.mutation(s.match.span("value"), scopes, s.start)
+                self.mutation(s.span_of("value"), scopes, s.start)
             elif k == "return":
-                m = s.match
-                if m.group("value"):
-                    self.facts.returns.append((m.span("value"), scopes))
+                if s.group("value"):
+                    self.facts.returns.append((s.span_of("value"), scopes))
             elif k in ("if", "elif"):
-                test = s.match.span("test")
+                test = s.span_of("test")
                 self.ifs.append((s, depth, scopes))
                 self.block(s.body, depth + 1, scopes + (Scope("if", "then", test, s.start),))
                 if s.orelse:
