@@ -533,7 +533,7 @@ class Inference:
         self._index: dict = {}  # entry -> preorder number, while on the component stack
         self._tstack: list = []  # entries of components not yet closed
         self._provisional: dict = {}  # entry -> result so far, while its component is open
-        self._computers: dict = {}  # entry -> how to compute it, while its component is open
+        self._computers: dict = {}  # entry -> how to compute it, once it stays open (cycles)
         self._reread: set = set()  # entries read while open (a cycle goes through them)
         self._count = 0
         self._low = 0
@@ -890,8 +890,6 @@ class Inference:
         index[key] = number
         stack = self._tstack
         stack.append(key)
-        computers = self._computers
-        computers[key] = (compute, args)
         outer_low = self._low
         self._low = number
         resets = self._resets
@@ -907,11 +905,14 @@ class Inference:
             if stack[-1] is key and key not in self._reread:  # no cycle through it: done
                 stack.pop()
                 del index[key]
-                del computers[key]
                 self._memo_results[key] = result
             else:
+                # How to compute an entry is kept only while its component is open
+                # (_settle computes the members again).
+                self._computers[key] = (compute, args)
                 result = self._close(key, result)
         else:
+            self._computers[key] = (compute, args)
             self._provisional[key] = result
         self._low = outer_low if outer_low < low else low
         return result
@@ -1104,10 +1105,10 @@ class Inference:
     def _visit_single(self, name: str, d: Definition, key):
         """A use of a name with one definition and no if or loop around it (most of them).
 
-        Its use entry and its definitions entry would only pass the definition's result
-        through (no control dependence; a union of one part), so the definition's entry
-        answers it directly, with the depth checks those two entries would make, in the same
-        order; the result is remembered for both once the definition's entry is closed."""
+        Its use entry would only pass the definitions entry's result through (no control
+        dependence; a union of one part), so that answers it directly (see _single_def),
+        with the depth check the use entry would make, in the same order; the result is
+        remembered for the use once the definition's entry is closed."""
         if _nesting[0] > _DEEP:  # the use entry's check
             raise _TooDeep
         path = self.name_path(name)
@@ -1116,22 +1117,38 @@ class Inference:
             found = memo[key] = frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
             return found
         found = memo.get(name)
-        if found is not None:
-            memo[key] = found
-            return found
-        if _nesting[0] + 1 > _DEEP:  # the definitions entry's check
+        if found is None:
+            _nesting[0] += 1  # inside the use entry
+            try:
+                found = self._single_def(name, d)
+            finally:
+                _nesting[0] -= 1
+            if memo.get(name) is None:
+                return found  # open: part of a cycle still settling
+        memo[key] = found
+        return found
+
+    def _single_def(self, name: str, d: Definition):
+        """The definitions entry of a name with one definition: it would only pass that
+        definition's result through (a union of one part), so the definition's entry
+        answers it, with the depth check the definitions entry would make; remembered for
+        the name once the definition's entry is closed.  (A pass-through entry changes no
+        result, not even around a cycle: it sits next to the definition's entry on the
+        component stack, so each round of a fixpoint reads the same values without it.)"""
+        if _nesting[0] > _DEEP:  # the definitions entry's check
             raise _TooDeep
+        memo = self._memo_results
         entry = id(d)
         found = memo.get(entry)
         if found is None:
-            _nesting[0] += 2  # inside the use and definitions entries
+            _nesting[0] += 1  # inside the definitions entry
             try:
                 found = self._enter(entry, self._visit_def, (d,))
             finally:
-                _nesting[0] -= 2
+                _nesting[0] -= 1
             if memo.get(entry) is None:
                 return found  # open: part of a cycle still settling
-        memo[name] = memo[key] = found
+        memo[name] = found
         return found
 
     def _visit_all(self, nodes: list, scopes: tuple[Scope, ...]):
@@ -1175,7 +1192,13 @@ class Inference:
             return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
         # What the definitions compute does not depend on the use: one entry per name.
         defs = self._memo_results.get(name)  # the entry of a name's definitions is the name itself
-        parts = [defs if defs is not None else self._enter(name, self._visit_defs, (name,))]
+        if defs is None:
+            found = self.facts.defs[name]
+            if len(found) == 1:
+                defs = self._single_def(name, found[0])
+            else:
+                defs = self._enter(name, self._visit_defs, (name,))
+        parts = [defs]
         # Control dependence: the ifs around a definition that do not also surround the
         # use, and every loop around it (rule 7: the trip count decides it).
         for scope, def_scopes in self._controls(name):
