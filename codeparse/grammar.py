@@ -187,7 +187,7 @@ class Statement:
         has one, else itself with each group ``name`` renamed ``<prefix>name`` (kept as it
         is without a prefix)."""
         if self.classify is not None:
-            return self.classify
+            return _NAMED_GROUP.sub("(?:", self.classify)  # its groups are never read
         if not prefix:
             return self._lazy.source
         return _NAMED_GROUP.sub(lambda m: f"(?P<{prefix}{m.group(1)}>", self._lazy.source)
@@ -205,8 +205,9 @@ class Master:
     two answers the earlier rule in file order wins.  :meth:`find` gives that rule's
     index in ``rules`` and the alternation's match.  A rule that compiles with ``re``
     stands in its alternation as itself, so that match is the rule's match: ``maps[i]``
-    names its groups (a dict of group name to group number, or None when the match is
-    the rule's own pattern's).  A rule that needs ``regex`` stands there as its
+    names its groups (a dict of group name to group number when they are renamed, or
+    None when the match has them under their own names: the first rule with groups of an
+    alternation keeps them).  A rule that needs ``regex`` stands there as its
     ``classify`` pattern (``maps[i]`` is False): it is then matched exactly, and so are
     the rules after it when it does not match.
     """
@@ -288,16 +289,18 @@ class _Alternation:
                 self.maps = [None]
                 return self._set(compiled)
             compiled = None  # it needs `regex`: the error below names the rule
-        # A rule keeps its group names when no rule before it in the alternation uses them
-        # (then the match reads like the rule's own: most statements); else they are
-        # renamed `_<i>_<name>` and read through `maps`.
-        used = {f"_{i}" for i in range(len(self.rules))}
+        # The first rule with groups keeps their names (its statements' match is the
+        # alternation's match itself, and the only other names that match knows are the
+        # `_<i>` ones and renamed ones: `"type" in match.re.groupindex` asks about that
+        # rule); the groups of any later rule are renamed `_<i>_<name>`, read through `maps`.
+        outer = {f"_{i}" for i in range(len(self.rules))}
+        kept = False
         prefixes = []
         for i, rule in enumerate(self.rules):
             names = rule.group_names() if rule.classify is None else []
-            prefix = "" if used.isdisjoint(names) else f"_{i}_"
-            used.update(prefix + name for name in names)
-            prefixes.append(prefix)
+            keep = bool(names) and not kept and outer.isdisjoint(names)
+            prefixes.append("" if keep or not names else f"_{i}_")
+            kept = kept or keep
         source = "|".join(f"(?P<_{i}>{rule.master_source(prefix)})"
                           for i, (rule, prefix) in enumerate(zip(self.rules, prefixes)))
         try:

@@ -37,8 +37,11 @@ class Stmt:
     """One statement: the rule that matched it, its offsets, and its named groups.
 
     Offsets are into the whole source text.  ``group(name)`` and ``span_of(name)`` read
-    the rule's named groups; ``match`` is a match object for them (the rule's own match,
-    or a view of the master pattern's match that the rule's groups are part of)."""
+    the rule's named groups; ``match`` is a match object for them: the rule's own match, a
+    master pattern's match that holds the rule's groups under their names (its
+    ``re.groupindex`` knows no other rule's names but ``_<i>`` ones), or a view of the
+    master's match where the rule's groups were renamed.  ``rule.group_names()`` lists
+    what a rule captures."""
 
     __slots__ = ("rule", "kind", "_m", "_g", "start", "end", "column", "body", "orelse", "else_stmt",
                  "block_end", "after_unparsed")

@@ -237,3 +237,5 @@ def test_groups_renamed_in_the_master_read_like_the_rules_own(tmp_path):
     assert [s.kind for s in got] == ["assign", "expr", "return"]
     with pytest.raises(IndexError):
         got[1].group("targets")
+    # The rule that kept its names is the only one whose names the master's match knows.
+    assert {n for n in got[0].match.re.groupindex if not n.startswith("_")} == set(got[0].rule.group_names())
