@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import resource
 import statistics
 import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def best_of(rounds: int, fn) -> float:
@@ -49,3 +57,37 @@ def median_run(cmd: list[str], runs: int, cwd: Path) -> float:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def _export(rev: str, dest: Path) -> None:
+    """The package and grammars of git revision ``rev``, written below ``dest``."""
+    data = subprocess.run(["git", "archive", rev, "codeparse", "grammars"], cwd=ROOT, check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def _run_child(child: str, root: Path, rounds: int) -> list[dict]:
+    """The rounds a ``child`` script prints as JSON (its last line), run on the package at ``root``."""
+    out = subprocess.run([sys.executable, "-c", child, str(root), str(ROOT), str(rounds)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def before_after(child: str, before: str, rounds: int, repeat: int) -> tuple[str, dict[str, list[dict]]]:
+    """Run ``child`` (a script taking the package root, the checkout root and a round count,
+    printing a JSON list of rounds) on git revision ``before`` and on this checkout, in
+    ``repeat`` alternating processes per side.  Returns the short revision and each side's rounds."""
+    rev = subprocess.run(["git", "rev-parse", "--short", before], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    found: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        _export(before, Path(tmp))
+        for _ in range(repeat):
+            for name, root in (("before", Path(tmp)), ("after", ROOT)):
+                rounds_of = _run_child(child, root, rounds)
+                found[name] += rounds_of
+                print(f"{name}: {json.dumps(rounds_of)}", file=sys.stderr)
+    return rev, found

@@ -19,16 +19,13 @@ way.  The machine is shared: read the ratios of one run, not the absolute times.
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
 import platform
-import subprocess
 import sys
-import tarfile
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+
+from _timing import before_after  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,25 +72,10 @@ print(json.dumps(out))
 """
 
 
-def export(rev: str, dest: Path) -> None:
-    data = subprocess.run(["git", "archive", rev, "codeparse", "grammars"], cwd=ROOT, check=True,
-                          capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
-
-
 def median_round(found: list[dict]) -> dict:
     """The round with the median dict-path time over ``ast.parse`` time."""
     ordered = sorted(found, key=lambda r: r["dict"] / r["ast"])
     return ordered[len(ordered) // 2]
-
-
-def run(root: Path, rounds: int) -> list[dict]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(root), str(ROOT), str(rounds)],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
-    if out.returncode:
-        raise SystemExit(out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
@@ -103,16 +85,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="processes per side, alternating")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    rev = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    rounds: dict[str, list[dict]] = {"before": [], "after": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        export(args.before, Path(tmp))
-        for _ in range(args.repeat):
-            for name, root in (("before", Path(tmp)), ("after", ROOT)):
-                found = run(root, args.rounds)
-                rounds[name] += found
-                print(f"{name}: {json.dumps(found)}", file=sys.stderr)
+    rev, rounds = before_after(CHILD, args.before, args.rounds, args.repeat)
     # Each round times ast.parse and the dict path back to back, so a round's ratios hold
     # under the load of that moment; the table gives the median round of each side.
     sides = {name: median_round(found) for name, found in rounds.items()}
