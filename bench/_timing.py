@@ -59,6 +59,21 @@ def median_run(cmd: list[str], runs: int, cwd: Path) -> float:
     return statistics.median(times)
 
 
+# The start of every ``before_after`` child script: its arguments, the package under test
+# first on the path, the corpus of bench_parse read.
+CHILD_HEAD = r"""
+import ast, gc, json, sys, time
+root, data, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, root)
+sys.path.insert(1, data + "/bench")
+import codeparse
+from bench_parse import corpus, read_dict
+files = corpus()
+texts = [f.read_text(encoding="utf-8") for f in files]
+clock = time.process_time
+"""
+
+
 def _export(rev: str, dest: Path) -> None:
     """The package and grammars of git revision ``rev``, written below ``dest``."""
     data = subprocess.run(["git", "archive", rev, "codeparse", "grammars"], cwd=ROOT, check=True,

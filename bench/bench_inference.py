@@ -25,21 +25,12 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from _timing import before_after  # bench/ is on sys.path when run as a script
+from _timing import CHILD_HEAD, before_after  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CHILD = r"""
-import ast, json, sys, time
-root, data, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sys.path.insert(0, root)
-sys.path.insert(1, data + "/bench")
-import codeparse
+CHILD = CHILD_HEAD + r"""
 from codeparse import extract
-from bench_parse import corpus, read_dict
-files = corpus()
-texts = [f.read_text(encoding="utf-8") for f in files]
-clock = time.process_time
 spent = [0.0, 0]
 answer = extract.Extractor._condition
 def timed(*args):
