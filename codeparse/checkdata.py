@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Optional
 
+from .plain import Data
+
 __all__ = ["Limits", "POLICY_DEFAULTS", "Record", "finding", "input_report", "report", "report_model", "input_model",
            "policy_model", "limits_of", "dumps", "indented_json"]
 
@@ -137,41 +139,19 @@ def report_model(data: dict, inputs: Optional[Iterable[Any]] = None) -> Any:
 _MAPPINGS = frozenset({"args", "counts", "per_file_ignores"})
 
 
-class Record:
+class Record(Data):
     """Read-only attribute access to a report, input report or finding as plain data, as
     the renderers read the models (``report.inputs[0].findings[0].span.line``); the
     dict fields (``args``, ``counts``) stay dicts.  A field is wrapped on its first read
     and kept (later reads are plain attribute reads)."""
 
-    def __init__(self, data: dict):
-        object.__setattr__(self, "_data", data)
+    __slots__ = ("__dict__",)
+    _mappings = _MAPPINGS
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            value = self._data[name]
-        except KeyError:
-            raise AttributeError(name) from None
-        value = value if name in _MAPPINGS else _record(value)
+        value = Data.__getattr__(self, name)
         object.__setattr__(self, name, value)
         return value
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is read-only")
-
-    def __repr__(self) -> str:
-        return f"Record({self._data!r})"
-
-    def model_dump(self, mode: str = "python") -> dict:
-        """The plain data itself (what ``model_dump`` of the matching model returns)."""
-        return self._data
-
-
-def _record(value: Any) -> Any:
-    if isinstance(value, dict):
-        return Record(value)
-    if isinstance(value, list):
-        return [_record(v) for v in value]
-    return value
 
 
 def dumps(data: Any, indent: Optional[int] = None) -> Optional[str]:

@@ -15,9 +15,11 @@ __all__ = ["Data", "view", "record"]
 
 
 class Data:
-    """Read-only attribute access to one dict of plain data (``d.span.line``)."""
+    """Read-only attribute access to one dict of plain data (``d.span.line``); the fields
+    named in ``_mappings`` stay dicts (subclasses name them)."""
 
     __slots__ = ("_data",)
+    _mappings: frozenset = frozenset()
 
     def __init__(self, data: dict):
         object.__setattr__(self, "_data", data)
@@ -27,25 +29,26 @@ class Data:
             value = self._data[name]
         except KeyError:
             raise AttributeError(name) from None
-        return view(value)
+        return value if name in self._mappings else view(value, type(self))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
 
     def __repr__(self) -> str:
-        return f"Data({self._data!r})"
+        return f"{type(self).__name__}({self._data!r})"
 
     def model_dump(self, mode: str = "python") -> dict:
         """The plain data itself (what ``model_dump`` of the matching model returns)."""
         return self._data
 
 
-def view(value: Any) -> Any:
-    """``value`` with its dicts readable by attribute; lists become lists of views."""
+def view(value: Any, kind: type = Data) -> Any:
+    """``value`` with its dicts readable by attribute (as ``kind``, a :class:`Data` class);
+    lists become lists of views."""
     if isinstance(value, dict):
-        return Data(value)
+        return kind(value)
     if isinstance(value, list):
-        return [view(v) for v in value]
+        return [view(v, kind) for v in value]
     return value
 
 
