@@ -191,8 +191,8 @@ def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
                     del stack[len(stack) - popped:]
                 if pushed:
                     stack.append(None if pushed == 1 else _MARK)
-            elif op == 0x68 or op == 0x6A:  # BINGET, LONG_BINGET
-                if op == 0x68:
+            elif op == 0x68 or op == 0x6A or op == 0x71 or op == 0x72:  # BINGET, LONG_BINGET, BINPUT, LONG_BINPUT
+                if op == 0x68 or op == 0x71:
                     key = data[pos]
                     pos += 1
                 else:
@@ -200,17 +200,10 @@ def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
                         raise _NotPlain
                     key = int.from_bytes(data[pos:pos + 4], "little")
                     pos += 4
-                stack.append(memo[key])
-            elif op == 0x71 or op == 0x72:  # BINPUT, LONG_BINPUT
-                if op == 0x71:
-                    key = data[pos]
-                    pos += 1
+                if op < 0x71:
+                    stack.append(memo[key])
                 else:
-                    if pos + 4 > end:
-                        raise _NotPlain
-                    key = int.from_bytes(data[pos:pos + 4], "little")
-                    pos += 4
-                memo[key] = stack[-1]
+                    memo[key] = stack[-1]
             elif op == 0x94:  # MEMOIZE
                 memo[len(memo)] = stack[-1]
             elif op == 0x58 or op == 0x8C or op == 0x8D:  # BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
