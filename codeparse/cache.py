@@ -49,7 +49,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-__all__ = ["FORMAT", "EntryCache", "fingerprint", "answer_of"]
+__all__ = ["FORMAT", "EntryCache", "InputCache", "fingerprint", "answer_of"]
 
 FORMAT = 1
 MEMORY_ENTRIES = 4096  # content keys kept in memory per run
@@ -252,3 +252,101 @@ class EntryCache:
     def _origins_key(key: str, debug_key: str) -> str:
         """Origins live in their own small file: reading them never loads the parse."""
         return hashlib.sha256(f"origins\0{key}\0{debug_key}".encode()).hexdigest()
+
+
+# -- whole inputs (the parent process of `check`) -----------------------------------
+
+INPUT_MAX_BYTES = 32 << 20  # inputs hashed whole by the parent; larger ones always go to a worker
+INPUT_ENTRY_BYTES = 16 << 20  # a stored input report read back by the parent: at most this size
+
+
+class InputCache:
+    """The report of a whole input, by the SHA-256 of its bytes (on disk only).
+
+    ``check`` reads each input in a worker process within its budget
+    (:mod:`codeparse.budget`).  With a cache folder, the parent first hashes each
+    regular file of at most :data:`INPUT_MAX_BYTES` (one sequential read, never
+    parsed) and looks up the report a worker made for the same bytes, input path,
+    policy and codeparse: a hit is used as it is, with no worker; a miss is read in a
+    worker as before, and its report (a readable one only: never one over budget) is
+    stored.  The key covers the cache :data:`FORMAT`, the codeparse
+    :func:`fingerprint`, the path as given (reports name it), every policy field and the
+    bytes' digest.  Entries are JSON (``{"format", "fingerprint", "input"}``), read only
+    up to :data:`INPUT_ENTRY_BYTES` and checked field by field
+    (:func:`codeparse.checkdata.input_report_ok`) before the parent uses one: a file that
+    fails is a miss.
+    """
+
+    def __init__(self, directory: str | os.PathLike, policy: Any):
+        self.directory = Path(directory)
+        self._maker = fingerprint()
+        self._policy = json.dumps(policy.model_dump(), sort_keys=True, default=str)
+
+    def key(self, path: str) -> Optional[str]:
+        """The key of the input at ``path``, or None (not a regular file, too large, unreadable)."""
+        import stat
+
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > INPUT_MAX_BYTES:
+                return None
+            digest = hashlib.sha256(f"codeparse-input {FORMAT}\0{self._maker}\0{self._policy}\0".encode()
+                                    + path.encode("utf-8", "surrogatepass") + b"\0")
+            left = INPUT_MAX_BYTES + 1
+            while left > 0:
+                chunk = os.read(fd, min(1 << 20, left))
+                if not chunk:
+                    break
+                digest.update(chunk)
+                left -= len(chunk)
+            if left <= 0:
+                return None  # grew past the bound while read
+            return digest.hexdigest()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str, path: str) -> Optional[dict]:
+        """The stored report of this input, or None."""
+        from .checkdata import input_report_ok
+
+        try:
+            with open(self._path(key), "rb") as handle:
+                raw = handle.read(INPUT_ENTRY_BYTES + 1)
+            if len(raw) > INPUT_ENTRY_BYTES:
+                return None
+            data = json.loads(raw)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if (not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self._maker):
+            return None
+        report = data.get("input")
+        return report if input_report_ok(report, path) else None
+
+    def put(self, key: str, report: dict) -> None:
+        """Keep a report, written whole under a temporary name and renamed into place."""
+        target = self._path(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump({"format": FORMAT, "fingerprint": self._maker, "input": report}, handle,
+                              separators=(",", ":"))
+                os.replace(tmp, target)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except (OSError, ValueError, TypeError):
+            return  # a cache that cannot be written is only a slower run

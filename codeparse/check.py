@@ -573,6 +573,7 @@ def _filter(findings: Iterable[dict], policy: Any, force: bool = False) -> list[
 
 
 _process_caches: dict[Optional[str], Any] = {}
+_NO_CACHE = object()  # _check_safely's cache for an input that is never opened
 
 
 def _worker_cache(cache_dir: Optional[str]) -> Any:
@@ -599,7 +600,9 @@ def _check_safely(path: str, policy: Limits, problem: Optional[str], data: Optio
                   scan_only: bool = False, cache: Any = None) -> dict:
     """:func:`input_data` that never raises; ``cache`` is an EntryCache, or a cache folder
     (or None) naming the worker process's own cache."""
-    if cache is None or isinstance(cache, (str, os.PathLike)):
+    if cache is _NO_CACHE:
+        cache = None
+    elif cache is None or isinstance(cache, (str, os.PathLike)):
         cache = _worker_cache(os.fspath(cache) if cache is not None else None)
     try:
         return input_data(path, policy, problem, data, scan_only, cache)
@@ -749,46 +752,84 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
             policy = Limits()
     inputs = expand_inputs(paths, models_only=scan_only,
                            exclude=[*policy.exclude, *policy.extend_exclude], skip_other=skip_other)
-    reports: list[dict] = []
     stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
+    # With a cache folder, inputs whose whole report is stored are not read again (no worker).
+    # An input met with a problem (no model file, a link leaving the tree, unreadable) is
+    # reported from its path alone, never opened: no worker either.
+    stored: dict[int, dict] = {i: _check_safely(path, policy, problem, None, scan_only, _NO_CACHE)
+                               for i, (path, problem) in enumerate(inputs) if problem is not None}
+    keys: dict[int, str] = {}
+    whole = None
+    if folder is not None and not scan_only:
+        from .cache import InputCache
+
+        whole = InputCache(folder, policy)
+        for index, (path, problem) in enumerate(inputs):
+            if problem is None and path != "-":
+                key = whole.key(path)
+                if key is not None:
+                    keys[index] = key
+                    found = whole.get(key, path)
+                    if found is not None:
+                        stored[index] = found
+    todo = [i for i in range(len(inputs)) if i not in stored]
+    reports: list[Optional[dict]] = [stored.get(i) for i in range(len(inputs))]
+    emitted = 0
+
+    def emit() -> None:  # progress in input order, as reports are known
+        nonlocal emitted
+        while emitted < len(reports) and reports[emitted] is not None:
+            if progress is not None:
+                progress(reports[emitted])
+            emitted += 1
+
+    def done(index: int, report: dict) -> None:
+        reports[index] = report
+        if whole is not None and index in keys and report["readable"]:
+            whole.put(keys[index], report)
+        emit()
+
+    emit()
     from . import budget
 
-    if inputs and budget.available():
+    if todo and budget.available():
         # Each input in a worker process, within its time and memory budget (CP340); the
         # workers are forked from this process once it is ready, so none starts cold.
-        if not scan_only and (not once or min(jobs, len(inputs)) > 1):
+        if not scan_only and (not once or min(jobs, len(todo)) > 1):
             warm_up()
         if folder is not None:
             from .cache import fingerprint
 
             fingerprint()  # what names this codeparse in the cache folder: hashed once, not per worker
-        tasks = [(path, policy, problem, stdin if path == "-" else None, scan_only, folder) for path, problem in inputs]
-
-        received: dict[int, dict] = {}
+        tasks = [(inputs[i][0], policy, inputs[i][1], stdin if inputs[i][0] == "-" else None, scan_only, folder)
+                 for i in todo]
 
         def report_of(index: int, result: Any) -> dict:
-            if index not in received:
-                if not isinstance(result, dict):
-                    result = _failed(inputs[index][0], result)
-                received[index] = result
-            return received[index]
+            if not isinstance(result, dict):
+                result = _failed(inputs[todo[index]][0], result)
+            return result
 
         def arrived(index: int, result: Any) -> None:
-            report = report_of(index, result)
-            if progress is not None:
-                progress(report)
+            if reports[todo[index]] is None:
+                done(todo[index], report_of(index, result))
+
+        def over(index: int, reason: str) -> dict:
+            report = over_budget(inputs[todo[index]][0], reason)
+            reports[todo[index]] = report  # never stored: partial results are dropped
+            emit()
+            return report
 
         results = budget.run_bounded(
             tasks, _check_in_worker, jobs=jobs, timeout=policy.timeout_per_input, max_memory=policy.max_memory,
-            over_budget=lambda index, reason: over_budget(inputs[index][0], reason), on_result=arrived)
-        reports = [report_of(i, r) for i, r in enumerate(results)]
-    else:
+            over_budget=over, on_result=arrived)
+        for index, result in enumerate(results):
+            if reports[todo[index]] is None:
+                done(todo[index], report_of(index, result))
+    elif todo:
         cache = EntryCache(folder)
-        for path, problem in inputs:
-            report = _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only, cache)
-            reports.append(report)
-            if progress is not None:
-                progress(report)
+        for index in todo:
+            path, problem = inputs[index]
+            done(index, _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only, cache))
     return make_report_data(adjust(reports, policy), policy)
 
 

@@ -116,6 +116,67 @@ def report(inputs: list[dict], policy: Limits, counts: dict[str, int], exit_code
     return {"inputs": inputs, "policy": policy.model_dump(), "counts": counts, "exit_code": exit_code}
 
 
+# The JSON shape of an InputReport, field by field (tests/test_check.py compares it with the
+# models): a type, ("opt", shape) for None or shape, [shape] for a list, ("map", shape) for a
+# dict of strings to shape, a frozenset of the allowed values, or a dict (exactly these keys,
+# in this order).
+_SPAN = {"start": int, "end": int, "line": int, "column": int, "end_line": int, "end_column": int}
+_LOCATION = {"path": str, "line": int}
+_KINDS = frozenset({"tensor_value", "tensor_shape", "argument", "attribute", "runtime", "unknown", "constant"})
+_FINDING = {"code": str, "name": str, "severity": frozenset({"error", "warning", "info"}), "message": str, "path": str,
+            "span": ("opt", _SPAN), "args": ("map", str), "origin": ("opt", _LOCATION),
+            "sources": [{"ref": str, "kind": _KINDS, "type": str}], "related": [_LOCATION], "library": bool}
+_PICKLE = {"entry": str, "globals": [str], "opcodes": int, "dangerous": [str], "unknown": [str], "error": ("opt", str)}
+_VERDICT = {"verdict": frozenset({"exports", "exports_with_specializations", "blocked", "cannot_tell"}),
+            "blocked": [_LOCATION], "specializations": int, "unknown": int, "reason": str}
+INPUT_SHAPE = {"path": str, "kind": frozenset({"archive", "code", "checkpoint", "pickle", "pt2", "lfs_pointer", "other"}),
+               "readable": bool, "files": int, "branches": int, "findings": [_FINDING], "pickles": [_PICKLE],
+               "export": ("opt", _VERDICT)}
+
+
+def _test(shape: Any, var: str, depth: int, names: dict) -> str:
+    """A Python expression that is true when the value of ``var`` has ``shape``."""
+    kind = type(shape)
+    if kind is type:
+        return f"type({var}) is {shape.__name__}"
+    if kind is frozenset:
+        names[f"_v{len(names)}"] = shape
+        return f"(type({var}) is str and {var} in _v{len(names) - 1})"
+    inner = f"_{depth}"
+    if kind is dict:
+        names[f"_v{len(names)}"] = tuple(shape)
+        keys = f"_v{len(names) - 1}"
+        parts = [f"type({var}) is dict", f"tuple({var}) == {keys}"]
+        parts += [_test(sub, f"{var}[{key!r}]", depth + 1, names) for key, sub in shape.items()]
+        return "(" + " and ".join(parts) + ")"
+    if kind is list:
+        return f"(type({var}) is list and all({_test(shape[0], inner, depth + 1, names)} for {inner} in {var}))"
+    if shape[0] == "opt":
+        return f"({var} is None or {_test(shape[1], var, depth, names)})"
+    return (f"(type({var}) is dict and all(type(_k{depth}) is str and {_test(shape[1], inner, depth + 1, names)} "
+            f"for _k{depth}, {inner} in {var}.items()))")
+
+
+def _checker(shape: Any) -> Any:
+    """A function that tells whether a value (JSON data) has ``shape``, written out as one
+    expression (a walk of the shape per value took as long as reading the JSON)."""
+    names: dict = {}
+    body = _test(shape, "value", 0, names)
+    return eval(f"lambda value: {body}", names)  # noqa: S307 - code made from the literal shapes above
+
+
+_input_fits = None
+
+
+def input_report_ok(data: Any, path: str) -> bool:
+    """Whether ``data`` is an input report of ``path`` as plain data, read back from a file
+    (:class:`codeparse.cache.InputCache`): every field of the shape ``check`` makes."""
+    global _input_fits
+    if _input_fits is None:
+        _input_fits = _checker(INPUT_SHAPE)
+    return bool(_input_fits(data)) and data["path"] == path
+
+
 def input_model(data: dict) -> Any:
     """The :class:`~codeparse.models.InputReport` of one input's plain data (built as the
     data is, without validating it again: ``check`` made it)."""

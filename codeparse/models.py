@@ -13,7 +13,7 @@ as in SARIF and in compiler messages (``file:line:col``); columns count code poi
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -678,13 +678,15 @@ def code_file_from_plain(data: dict) -> CodeFile:
 
 def report_from_plain(data: dict) -> Report:
     """The :class:`Report` of the plain data ``check`` collects (``Report.model_dump(mode="json")``),
-    built as :func:`code_file_from_plain` builds a CodeFile (``codeparse.check`` returns it)."""
-    return _build(Report, data, {})
+    built as :func:`code_file_from_plain` builds a CodeFile (``codeparse.check`` returns it),
+    by a function written for the report's classes (:func:`_builder`); a dict reached twice
+    becomes two equal models."""
+    return _builder(Report)(data)
 
 
 def input_report_from_plain(data: dict) -> InputReport:
     """The :class:`InputReport` of one input's plain data, as :func:`report_from_plain`."""
-    return _build(InputReport, data, {})
+    return _builder(InputReport)(data)
 
 
 _LIST, _ONE = 0, 1
@@ -752,6 +754,56 @@ def _build(cls: type, data: dict, memo: dict) -> BaseModel:
     _object_setattr(model, "__pydantic_private__", None)
     memo[key] = model
     return model
+
+
+_builders: dict[type, Any] = {}
+
+
+def _builder(cls: type) -> Any:
+    """A function that builds ``cls`` from its plain data as :func:`_build` does (without
+    its memo of shared dicts; a field left to its default takes its place in field order, as
+    in a validated model), written out for the class: one function per model class,
+    each field holding models built by a direct call, the model's slots set through their
+    descriptors.  Building the report of a model zoo: about half of :func:`_build`'s time."""
+    found = _builders.get(cls)
+    if found is not None:
+        return found
+    env: dict[str, Any] = {"_new": object.__new__, "_set": _object_setattr,
+                           "_fields_set": BaseModel.__pydantic_fields_set__.__set__,  # type: ignore[attr-defined]
+                           "_extra": BaseModel.__pydantic_extra__.__set__,  # type: ignore[attr-defined]
+                           "_private": BaseModel.__pydantic_private__.__set__}  # type: ignore[attr-defined]
+    lines: list[str] = []
+    done: set[type] = set()
+
+    def write(model: type) -> str:
+        name = f"_build_{model.__name__}"
+        if model in done:
+            return name
+        done.add(model)
+        steps, fields_set = _plan(model)
+        env[f"_cls_{model.__name__}"] = model
+        env[f"_set_{model.__name__}"] = fields_set
+        env[f"_fields_{model.__name__}"] = model.model_fields
+        body = [f"def {name}(data):", "    values = data.copy()",
+                f"    if len(values) != {len(fields_set)}:",
+                "        values = {key: data[key] if key in data else info.get_default(call_default_factory=True)",
+                f"                  for key, info in _fields_{model.__name__}.items()}}"]
+        for field, how, sub in steps:
+            call = write(sub)
+            if how == _LIST:
+                body.append(f"    values[{field!r}] = [{call}(v) for v in values[{field!r}]]")
+            else:
+                body += [f"    v = values[{field!r}]", "    if v is not None:", f"        values[{field!r}] = {call}(v)"]
+        body += [f"    model = _new(_cls_{model.__name__})", "    _set(model, '__dict__', values)",
+                 f"    _fields_set(model, _set_{model.__name__})", "    _extra(model, None)", "    _private(model, None)",
+                 "    return model"]
+        lines.extend(body)
+        return name
+
+    top = write(cls)
+    exec("\n".join(lines), env)  # noqa: S102 - code written from the models' own fields
+    found = _builders[cls] = env[top]
+    return found
 
 
 # Every public model and type alias, computed so that additions above need no edit here.

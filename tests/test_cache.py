@@ -199,3 +199,80 @@ def test_origins_asked_line_by_line_are_those_of_every_line():
             count = text.count("\n") + 2
             assert [lazy.get(n) for n in range(count, -1, -1)] == [every.get(n) for n in range(count, -1, -1)]
             assert list(lazy.items()) == list(every.items()) and every
+
+
+def _input_entries(folder: Path) -> list[Path]:
+    return [p for p in _cache_files(folder) if "input" in json.loads(p.read_bytes())]
+
+
+def test_a_warm_input_is_answered_by_the_parent_without_a_worker(tmp_path, monkeypatch):
+    """With a cache folder, an input whose bytes, path, policy and codeparse are those of a
+    stored report is not read again: no worker is started for it."""
+    from codeparse import budget
+
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(CUSTOM.read_bytes())
+    paths = [str(p) for p in SOME] + [str(copy), str(ARCHIVES.parent / "files")]
+    plain = codeparse.check(paths, Policy()).model_dump_json()
+    folder = tmp_path / "cache"
+    assert codeparse.check(paths, Policy(), cache_dir=folder).model_dump_json() == plain
+    stored = _input_entries(folder)
+    # One per input read (the files folder walked); `notes.pt`, no model file, is listed unread.
+    inputs = codeparse.check(paths, Policy()).inputs
+    assert len(stored) == len([i for i in inputs if i.kind != "other"]) == len(inputs) - 1
+    started = []
+    real = budget.run_bounded
+    monkeypatch.setattr(budget, "run_bounded", lambda tasks, *a, **k: started.append(len(tasks)) or real(tasks, *a, **k))
+    arrived = []
+    warm = codeparse.check(paths, Policy(), cache_dir=folder, progress=lambda r: arrived.append(r.path))
+    assert warm.model_dump_json() == plain and started == []
+    assert arrived == [i.path for i in warm.inputs]
+    # Other bytes, another policy: read again in a worker (and stored under their own key).
+    edited = tmp_path / "edited2.pt"
+    _copy_with(CUSTOM, edited, "custom_model.script/code/__torch__/torch/nn/modules/conv.py",
+               b"class Conv2d(Module):", b"class Conv2d(object):")
+    copy.write_bytes(edited.read_bytes())
+    expected = [codeparse.check([str(copy)], Policy()).model_dump_json(),
+                codeparse.check([str(CUSTOM)], Policy(select=["CP2"])).model_dump_json()]
+    started.clear()
+    assert codeparse.check([str(copy)], Policy(), cache_dir=folder).model_dump_json() == expected[0]
+    assert codeparse.check([str(CUSTOM)], Policy(select=["CP2"]), cache_dir=folder).model_dump_json() == expected[1]
+    assert started == [1, 1]
+
+def test_an_input_entry_is_checked_before_the_parent_uses_it(tmp_path):
+    """A stored report that is not exactly the shape check makes (or names another path) is a
+    miss: the input is read again, and the report is the true one."""
+    paths = [str(CUSTOM)]
+    plain = codeparse.check(paths, Policy()).model_dump_json()
+    folder = tmp_path / "cache"
+    codeparse.check(paths, Policy(), cache_dir=folder)
+    [entry] = _input_entries(folder)
+    data = json.loads(entry.read_bytes())
+    finding = data["input"]["findings"][0]
+    for bad in ({**data["input"], "path": "other.pt"}, {**data["input"], "files": "11"},
+                {**data["input"], "findings": [{**finding, "span": {"start": 1}}]},
+                {**data["input"], "findings": [{**finding, "severity": "fatal"}]},
+                {**data["input"], "extra": 1}, [data["input"]]):
+        entry.write_text(json.dumps({**data, "input": bad}))
+        assert codeparse.check(paths, Policy(), cache_dir=folder).model_dump_json() == plain
+    entry.write_text(json.dumps(data) + " " * (17 << 20))  # over the size read back
+    assert codeparse.check(paths, Policy(), cache_dir=folder).model_dump_json() == plain
+
+
+def test_an_input_over_budget_is_never_stored(tmp_path, monkeypatch):
+    import sys
+
+    checker = sys.modules["codeparse.check"]
+    real = checker.input_data
+
+    def greedy(*args, **kwargs):
+        raise MemoryError
+
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(checker, "input_data", greedy)
+    report = codeparse.check([str(CUSTOM)], Policy(), cache_dir=folder)
+    assert [f.code for f in report.inputs[0].findings] == ["CP340"] and not report.inputs[0].readable
+    assert not folder.exists() or _input_entries(folder) == []
+    monkeypatch.setattr(checker, "input_data", real)
+    again = codeparse.check([str(CUSTOM)], Policy(), cache_dir=folder)
+    assert again.inputs[0].readable and again.model_dump_json() == codeparse.check([str(CUSTOM)], Policy()).model_dump_json()

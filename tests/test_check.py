@@ -222,6 +222,39 @@ def test_the_plain_policy_has_the_model_fields_defaults_and_checks():
             policy_with(Limits(), **{field: bad})
 
 
+def _shape_of(ann):
+    """The checkdata shape of a model field's annotation (as INPUT_SHAPE writes it)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is typing.Union and type(None) in args:
+        return ("opt", _shape_of(next(a for a in args if a is not type(None))))
+    if origin is typing.Literal:
+        return frozenset(args)
+    if origin is list:
+        return [_shape_of(args[0])]
+    if origin is dict:
+        return ("map", _shape_of(args[1]))
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return {name: _shape_of(info.annotation) for name, info in ann.model_fields.items()}
+    return ann
+
+
+def test_the_shape_a_stored_input_report_is_checked_against_is_the_models():
+    """The parent checks an input report read back from a cache folder against
+    checkdata.INPUT_SHAPE: exactly the fields, order and types of InputReport."""
+    from codeparse.checkdata import INPUT_SHAPE, input_report_ok
+    from codeparse.models import InputReport
+
+    assert INPUT_SHAPE == _shape_of(InputReport)
+    report = codeparse.check([str(ROOT / "fixtures")], Policy(target="export"))
+    for item in report.inputs:
+        assert input_report_ok(item.model_dump(mode="json"), item.path)
+        assert not input_report_ok(item.model_dump(mode="json"), item.path + "x")
+
+
 def _plain_and_model(paths: list[str], policy: Policy):
     import importlib
 
@@ -257,6 +290,18 @@ def test_plain_reports_are_the_model_reports_byte_for_byte(request, target):
     assert dumps(data, indent=2) == model.model_dump_json(indent=2) == validated.model_dump_json(indent=2)
     for item, built in zip(data["inputs"], model.inputs):
         assert dumps(item) == built.model_dump_json()
+    from codeparse.checkdata import input_model
+
+    # Each class's builder (one function per class, written from its fields) against pydantic:
+    # equal models with the same fields set, also where a field is left to its default.
+    some = next(i for i in data["inputs"] if i["findings"] and i["pickles"])
+    assert input_model(some) == InputReport.model_validate(some) == model.inputs[data["inputs"].index(some)]
+    assert input_model(some).findings[0].model_fields_set == InputReport.model_validate(some).findings[0].model_fields_set
+    short = {"path": "x.pt", "kind": "archive", "readable": True,
+             "findings": [{k: v for k, v in f.items() if k not in ("args", "origin", "sources", "related", "library")}
+                          for f in some["findings"]]}
+    assert input_model(short) == InputReport.model_validate(short)
+    assert input_model(short).model_dump_json() == InputReport.model_validate(short).model_dump_json()
 
 
 def test_the_check_path_gives_the_findings_of_the_archive_model(plain_trace):
