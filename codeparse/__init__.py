@@ -14,13 +14,12 @@ stable code (``codeparse rule CP201`` explains one).  The offline path needs onl
 import sys as _sys
 import types as _types
 
-from .api import InputError, detect_grammar, from_module, iter_inputs, parse_bytes, parse_file, parse_text
-from .grammar import GrammarError, available_grammars, load_grammar
-
-# ``import codeparse`` loads no pydantic: the models and the functions whose modules
-# need them are exported lazily (PEP 562), each imported on first use from the table
-# ``_LAZY`` below.  Add a public name there (name -> (module, attribute)) and to
-# ``__all__``.
+# ``import codeparse`` loads no pydantic, and not the parser: the models and the functions
+# are exported lazily (PEP 562), each imported on first use from the table ``_LAZY``
+# below (``codeparse check`` answered from a warm cache never loads the parser).  Add a
+# public name there (name -> (module, attribute)) and to ``__all__``.
+_API = ("InputError", "detect_grammar", "from_module", "iter_inputs", "parse_bytes", "parse_file", "parse_text")
+_GRAMMAR = ("GrammarError", "available_grammars", "load_grammar")
 _MODELS = (
     "Call", "ClassAttribute", "ClassDef", "CodeFile", "Condition", "ConditionSource", "Diagnostic",
     "Function", "IfStatement", "Loop", "Param", "SelfRef", "Signature", "Span",
@@ -34,6 +33,8 @@ _MODELS = (
 # `capturing`) so that the names stay functions.
 _LAZY: dict[str, tuple[str, str]] = {
     **{name: (".models", name) for name in _MODELS},
+    **{name: (".api", name) for name in _API},
+    **{name: (".grammar", name) for name in _GRAMMAR},
     "check": (".check", "check"),  # issue 3: `codeparse.check` is this function, not the module
     "diff": (".tracediff", "diff"),
     "capture": (".capturing", "capture"),

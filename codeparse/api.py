@@ -49,21 +49,10 @@ def _expect(value: Any, kinds: Any, what: str) -> None:
 
 
 def _paths(paths: Any, what: str) -> list[str]:
-    """``paths`` as a list of path strings: one ``str``/``PathLike`` is one path (never a
-    sequence of characters); otherwise an iterable of them."""
-    import os
+    """``paths`` as a list of path strings (:func:`codeparse.walk.paths_of`)."""
+    from .walk import paths_of
 
-    if isinstance(paths, (str, os.PathLike)):
-        return [os.fspath(paths)]
-    if isinstance(paths, (bytes, bytearray)) or not hasattr(paths, "__iter__"):
-        raise TypeError(f"{what} expects a path (str or os.PathLike) or an iterable of paths, "
-                        f"not {type(paths).__name__}")
-    out = []
-    for p in paths:
-        if not isinstance(p, (str, os.PathLike)):
-            raise TypeError(f"{what} expects paths as str or os.PathLike, not {type(p).__name__}")
-        out.append(os.fspath(p))
-    return out
+    return paths_of(paths, what)
 
 
 class InputError(Exception):

@@ -51,7 +51,6 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from .api import decode_text
 from .codes import diagnostic
 
 if TYPE_CHECKING:  # the models import pydantic: `is_archive_path` (every `parse` input) does without
@@ -75,6 +74,16 @@ __all__ = [
 ARCHIVE_SUFFIXES = (".pt", ".pth", ".ptl", ".zip", ".jit", ".pt1", ".torchscript", ".dat")
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 PYTORCH1_MAGIC = b"PYTORCH1"
+
+
+def decode_text(data: bytes) -> str:
+    """:func:`codeparse.api.decode_text` (the parser is imported when text is first read:
+    recognising a file by its bytes, ``codeparse.filekind``, needs none of it)."""
+    from .api import decode_text as decode
+
+    return decode(data)
+
+
 RATIO_FLOOR = 1 << 20  # bytes inflated in all before the archive's overall ratio is held to the limit
 RATIO_SMALL = 4 << 10  # entries up to this size are held only to the overall ratio
 _LOCAL_HEADER = 30  # bytes of a local file header before its name

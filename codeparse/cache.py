@@ -62,7 +62,7 @@ def fingerprint() -> str:
     """codeparse's version and a digest of its Python files and grammars (once per process)."""
     global _fingerprint
     if _fingerprint is None:
-        from .grammar import grammar_dir
+        from .locations import grammar_dir
 
         try:
             from importlib.metadata import version
@@ -151,7 +151,7 @@ class EntryCache:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(body, handle, separators=(",", ":"))
+                    handle.write(json.dumps(body, separators=(",", ":")))  # dumps: the C encoder
                 os.replace(tmp, self._path(key))
             except BaseException:
                 try:
@@ -274,16 +274,21 @@ class InputCache:
     bytes' digest.  Entries are JSON (``{"format", "fingerprint", "input"}``), read only
     up to :data:`INPUT_ENTRY_BYTES` and checked field by field
     (:func:`codeparse.checkdata.input_report_ok`) before the parent uses one: a file that
-    fails is a miss.
+    fails is a miss.  A report is stored only if the input is still the file that was
+    hashed (same inode, size, modification and change time) when its worker is done.
     """
 
     def __init__(self, directory: str | os.PathLike, policy: Any):
         self.directory = Path(directory)
         self._maker = fingerprint()
         self._policy = json.dumps(policy.model_dump(), sort_keys=True, default=str)
+        self._seen: dict[str, tuple] = {}  # key -> the file's identity when it was hashed
 
     def key(self, path: str) -> Optional[str]:
-        """The key of the input at ``path``, or None (not a regular file, too large, unreadable)."""
+        """The key of the input at ``path``, or None (not a regular file, too large, unreadable).
+
+        The file's identity when it was hashed is kept (:meth:`unchanged`): a report is
+        stored under the key only if the file was not written or replaced meanwhile."""
         import stat
 
         try:
@@ -305,7 +310,9 @@ class InputCache:
                 left -= len(chunk)
             if left <= 0:
                 return None  # grew past the bound while read
-            return digest.hexdigest()
+            key = digest.hexdigest()
+            self._seen[key] = _identity(info)
+            return key
         except OSError:
             return None
         finally:
@@ -331,16 +338,23 @@ class InputCache:
         report = data.get("input")
         return report if input_report_ok(report, path) else None
 
-    def put(self, key: str, report: dict) -> None:
-        """Keep a report, written whole under a temporary name and renamed into place."""
+    def put(self, key: str, report: dict, path: str) -> None:
+        """Keep a report, written whole under a temporary name and renamed into place,
+        unless the file at ``path`` is no longer the one hashed (its inode, size, or
+        modification or change time differ: it was written or replaced meanwhile)."""
+        try:
+            if _identity(os.stat(path)) != self._seen.get(key):
+                return
+        except OSError:
+            return
         target = self._path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump({"format": FORMAT, "fingerprint": self._maker, "input": report}, handle,
-                              separators=(",", ":"))
+                    handle.write(json.dumps({"format": FORMAT, "fingerprint": self._maker, "input": report},
+                                            separators=(",", ":")))
                 os.replace(tmp, target)
             except BaseException:
                 try:
@@ -350,3 +364,8 @@ class InputCache:
                 raise
         except (OSError, ValueError, TypeError):
             return  # a cache that cannot be written is only a slower run
+
+
+def _identity(info: os.stat_result) -> tuple:
+    """What changes when a file is written or replaced (the change time cannot be set back)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)

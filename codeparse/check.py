@@ -42,7 +42,7 @@ from .checkdata import POLICY_DEFAULTS, Limits, input_report, limits_of, policy_
 from .checkdata import finding as plain_finding
 from .checkdata import report as plain_report
 from .codes import CODES, diagnostic
-from .walk import DEFAULT_EXCLUDE, Escaped, not_regular, walk_files
+from .walk import DEFAULT_EXCLUDE, Escaped, not_regular, paths_of, walk_files
 
 if TYPE_CHECKING:  # the models import pydantic: built only for a Python caller (check, check_input)
     from .models import InputReport, Policy, Report
@@ -738,9 +738,7 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
 
     folder = os.fspath(cache_dir) if cache_dir is not None else None
 
-    from .api import _paths
-
-    paths = _paths(paths, "check")  # one str is one path, never a walk of its characters
+    paths = paths_of(paths, "check")  # one str is one path, never a walk of its characters
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TypeError(f"check expects jobs as a positive int, not {jobs!r}")
     if policy is None:
@@ -786,7 +784,7 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
     def done(index: int, report: dict) -> None:
         reports[index] = report
         if whole is not None and index in keys and report["readable"]:
-            whole.put(keys[index], report)
+            whole.put(keys[index], report, inputs[index][0])
         emit()
 
     emit()

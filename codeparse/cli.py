@@ -25,10 +25,8 @@ import codeparse
 
 from . import render
 from .cli_output import opened, output_options
-from .api import decode_text
 from .budget import Terminated
 from .escaping import for_text
-from .grammar import GrammarError, available_grammars, load_grammar
 from .plain import view
 
 __all__ = ["main", "create_parser", "EXIT_OK", "EXIT_DIAGNOSTICS", "EXIT_ERROR"]
@@ -137,6 +135,8 @@ def _read_stdin() -> bytes:
 
 def _parse_stdin(grammar_id: Optional[str]) -> tuple[Any, str]:
     """Parse standard input as path ``-``; returns the CodeFile's plain data and the text read."""
+    from .api import decode_text
+
     data = _read_stdin()
     return codeparse.parse_bytes(data, "-", grammar_id, as_dict=True), decode_text(data)
 
@@ -149,6 +149,8 @@ def _is_archive(path: str) -> bool:
 
 def _source_text(path: str) -> Optional[str]:
     """The text a file's spans index into, read again only to show source lines."""
+    from .api import decode_text
+
     try:
         with open(path, "rb") as handle:
             return decode_text(handle.read())
@@ -168,6 +170,8 @@ def run_parse(
     color: Optional[bool] = None,
 ) -> int:
     """The ``parse`` command, with its streams given: returns the exit code."""
+    from .grammar import GrammarError, load_grammar
+
     if grammar_id is not None:
         try:
             load_grammar(grammar_id)
@@ -336,6 +340,8 @@ def schema_command(model_name: str) -> int:
 @click.option("--color/--no-color", default=None)
 def grammars_command(fmt: str, output_file: Optional[str], color: Optional[bool]) -> int:
     """List the grammars shipped: id, torch versions, version records, detection."""
+    from .grammar import GrammarError, available_grammars, load_grammar
+
     try:
         infos = available_grammars()
         for info in infos:  # listing a grammar checks all of it (patterns compile lazily)

@@ -31,6 +31,8 @@ from typing import Any, Optional
 
 import regex
 
+from .locations import _grammar_dir, grammar_dir  # noqa: F401 - re-exported: where the grammar files are
+
 __all__ = [
     "GrammarError",
     "Grammar",
@@ -71,23 +73,6 @@ _FLAGS = regex.VERSION0
 
 class GrammarError(Exception):
     """A grammar file is malformed; the message names the file and the rule."""
-
-
-def grammar_dir() -> Path:
-    """The folder holding the grammar files, in an installed wheel or in a checkout."""
-    return _grammar_dir(os.environ.get("CODEPARSE_GRAMMARS"))
-
-
-@functools.cache
-def _grammar_dir(override: Optional[str]) -> Path:
-    """Resolved once per process (every parse detects a grammar, which lists the folder)."""
-    if override:
-        return Path(override)
-    here = Path(__file__).resolve().parent
-    installed = here / "grammars"  # the wheel carries them inside the package
-    if installed.is_dir():
-        return installed
-    return here.parent / "grammars"  # a checkout or an editable install
 
 
 class _Lazy:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
-__all__ = ["walk_files", "not_regular", "Escaped", "DEFAULT_EXCLUDE"]
+__all__ = ["walk_files", "not_regular", "Escaped", "DEFAULT_EXCLUDE", "paths_of"]
 
 #: Folders never walked by ``check`` (besides ``exclude``): version control and virtual environments.
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__")
@@ -85,3 +85,19 @@ def not_regular(path: Union[str, os.PathLike]) -> Optional[str]:
             else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
             else "not a file")
     return f"not a regular file ({kind})"
+
+
+def paths_of(paths: Any, what: str) -> list[str]:
+    """``paths`` as a list of path strings: one ``str``/``PathLike`` is one path (never a
+    sequence of characters); otherwise an iterable of them."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    if isinstance(paths, (bytes, bytearray)) or not hasattr(paths, "__iter__"):
+        raise TypeError(f"{what} expects a path (str or os.PathLike) or an iterable of paths, "
+                        f"not {type(paths).__name__}")
+    out = []
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"{what} expects paths as str or os.PathLike, not {type(p).__name__}")
+        out.append(os.fspath(p))
+    return out

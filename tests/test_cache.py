@@ -276,3 +276,26 @@ def test_an_input_over_budget_is_never_stored(tmp_path, monkeypatch):
     monkeypatch.setattr(checker, "input_data", real)
     again = codeparse.check([str(CUSTOM)], Policy(), cache_dir=folder)
     assert again.inputs[0].readable and again.model_dump_json() == codeparse.check([str(CUSTOM)], Policy()).model_dump_json()
+
+
+def test_an_input_written_while_it_is_read_is_not_stored(tmp_path, monkeypatch):
+    """The report is stored under the digest of the bytes hashed before the worker read the
+    file: if the file changed meanwhile, nothing is stored."""
+    import sys
+
+    checker = sys.modules["codeparse.check"]
+    real = checker.input_data
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(CUSTOM.read_bytes())
+
+    def rewriting(path, *args, **kwargs):  # in the worker: the same bytes written again
+        Path(path).write_bytes(Path(path).read_bytes())
+        return real(path, *args, **kwargs)
+
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(checker, "input_data", rewriting)
+    report = codeparse.check([str(copy)], Policy(), cache_dir=folder)
+    assert report.inputs[0].readable and _input_entries(folder) == []
+    monkeypatch.setattr(checker, "input_data", real)
+    assert codeparse.check([str(copy)], Policy(), cache_dir=folder) == report
+    assert len(_input_entries(folder)) == 1

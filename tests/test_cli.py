@@ -522,3 +522,18 @@ def test_check_start_up_imports_no_pydantic_and_rich_only_for_a_table(tmp_path, 
     modules = _imported(tmp_path, "check", str(_need(archive)), "--isolated", "--format", fmt)
     assert not modules & (HEAVY - {"multiprocessing", "ctypes"})
     assert ("rich" in modules) == (fmt == "table")
+
+
+def test_a_check_answered_from_the_cache_folder_imports_no_parser_and_starts_no_worker(tmp_path):
+    """A second `check --cache-dir` over unchanged archives takes their reports from the
+    folder: neither the parser (`regex`, the grammar engine) nor a worker process
+    (`multiprocessing`) is imported, and the output is the first run's."""
+    archives = [str(_need(ROOT / "fixtures" / "archives" / name)) for name in ("custom_model.script.pt", "params.script.pt")]
+    argv = ["check", *archives, "--isolated", "--format", "jsonl", "--cache-dir", str(tmp_path / "cache")]
+    first = _imported(tmp_path, *argv)
+    assert {"regex", "multiprocessing"} <= first
+    assert not _imported(tmp_path, *argv) & {"regex", "multiprocessing", "ctypes", "pydantic", "torch"}
+    again = [a.replace(str(tmp_path / "cache"), str(tmp_path / "other")) for a in argv]  # cold, then warm
+    runs = [subprocess.run([sys.executable, "-m", "codeparse", *again], capture_output=True, cwd=tmp_path, env=_env(),
+                           timeout=120) for _ in range(2)]
+    assert runs[0].stdout == runs[1].stdout and runs[0].stdout.count(b"\n") == 2
