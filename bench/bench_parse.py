@@ -47,17 +47,34 @@ START_UP = """\
 this machine and {cpu:.3f} s in CPU time (target ≤ 0.15 s; the wall figure counts waiting for
 a core on a loaded machine).  It is spent importing ({modules} modules: click and the
 standard-library modules it imports, `regex`, `json`, `tomllib`, `pathlib`; no pydantic, torch
-or numpy) and compiling, once per process, the patterns the text needs (for this file about
-5,000 characters of `re` and 5,400 of `regex`: recursion and repeated captures keep the `def`
-rule, `param`, `expr_items`, `items`, `references` and the bracket scans in `regex`).  What
-keeps it small: the expression piece names its operand twice, not five times (1,697 → 763
-characters wherever an expression appears); a master pattern of one rule is that rule's own
-compiled pattern, and `assign` and `call_stmt` stand in the shared master pattern as short
-`classify` patterns, so no expression is compiled twice; operator overloads are parsed per
+or numpy) and compiling, once per process, the patterns the text needs: `re` wherever a
+pattern needs no `regex` feature (the statement layer's master pattern, the reference
+scan), `regex` where recursion or repeated captures do (for this file: the `def` rule,
+`param`, `items`, `expr_items` and the receiver look-ahead of the scan).  What keeps it
+small: the expression piece names its operand twice, not five times (1,697 → 763
+characters wherever an expression appears); a rule that compiles with `re` stands in its
+grammar's master pattern as itself, so no statement pattern is compiled twice; operator
+overloads are parsed per
 operator when first asked for (all 2,276 took 80 ms); detection loads grammars newest first
 and stops at the first that matches; `dict_entry` and `string_item` are compiled when a text
 needs them.  Where bytecode writing is off, the README's install precompiles it
 (`python -m compileall`)."""
+
+
+def stage_figures() -> dict[str, str]:
+    """The "after" figures of the last recorded bench_stages and bench_inference runs, as
+    the note below quotes them (``?`` where a file or row is missing)."""
+    found = {"statements": "?", "scan": "?", "conditions": "?"}
+    rows = {"`parse_statements`": "statements", "`Extractor._scan`": "scan"}
+    for name in ("results-stages.md", "results-inference.md"):
+        path = ROOT / "bench" / name
+        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[0] in rows and len(cells) >= 3:
+                found[rows[cells[0]]] = f"{float(cells[2]):.2f}×"
+            elif cells[0] == "after" and len(cells) >= 7:
+                found["conditions"] = cells[6].split()[0]
+    return found
 
 
 def corpus() -> list[Path]:
@@ -130,15 +147,17 @@ Missed, and why.  **Memory of the dict** (≤ 10× wanted): spans, calls, refere
 parameters, ifs, conditions and functions are key-sharing dicts (half a literal dict's
 size) and strings are pooled per file, but a plain dict per node, a list per field (empty
 ones included) and an int per offset still cost about 14 bytes per character of text.
-**Speed** (dict path about a quarter of `ast.parse`'s, models about the same, the CLI a
-seventh): by profile, inference of conditions is about a third of the dict path,
-statement classification a fifth, the call and reference scan a sixth; `regex` matches
-with recursive sub-patterns (`def` signatures, parameters, the reference scan) cost 10 to
-80 µs each, which is why brackets in text without quotes are now matched by counting and
-parameters read once per distinct text.  2× `ast.parse` means about 7 µs per line all in,
-inference included: out of reach of a per-line Python loop over `regex` matches; it needs
-the statement and reference scans as single `re` passes over the whole text and inference
-only where a condition asks for it.  **Start-up**: see below."""
+**Speed** (the three speed rows above): every stage is in Python, and no stage dominates
+any more.  `bench/results-stages.md` and `bench/results-inference.md` split the dict path:
+statement classification about {statements} of `ast.parse`'s time, the call and reference
+scan about {scan}, answering conditions about {conditions} µs each; `regex` matches with
+recursive sub-patterns (`def` signatures, parameters) still cost about 9 µs each.  The
+two floor rows bound what tuning can reach: building the same dicts at C speed, with no
+parsing at all, already takes {share:.0%} of the time the 2× target allows, which leaves
+about {left:.1f} µs per line ({lines:,} lines) to classify statements, find calls and
+references and answer conditions, all in Python: about one `regex` match and one dict per
+line.  Reaching 2× needs another design (a native scanner, or results whose nodes are
+built when read), not more tuning of this one.  **Start-up**: see below."""
 
 
 def main() -> int:
@@ -167,6 +186,7 @@ def main() -> int:
     dumped = [json.dumps(codeparse.parse_file(f, as_dict=True)) for f in files]
     t_build = cpu_best(args.rounds, lambda: [json.loads(d) for d in dumped])
     t_lines = cpu_best(args.rounds, lambda: [sum(1 for _ in t.splitlines()) for t in texts])
+    lines_total = sum(t.count("\n") for t in texts)
     names = [str(f) for f in files]
     t_cli = child_cpu([sys.executable, "-m", "codeparse", "parse", "--format", "jsonl", *names], 3)
     t_ast_proc = child_cpu([sys.executable, "-c", AST_PROCESS, *names], 3)
@@ -245,7 +265,8 @@ def main() -> int:
         "",
         *linear_table(linear_rows, 1000, 8),
         "",
-        NOTE,
+        NOTE.format(**stage_figures(), share=t_build / (t_ast / 2),
+                    left=(t_ast / 2 - t_build) / lines_total * 1e6, lines=lines_total),
         "",
         START_UP.format(wall=t_start - t_pass, cpu=c_start - c_pass, modules=modules),
         "",
