@@ -120,7 +120,7 @@ class EntryCache:
 
     def _path(self, key: str) -> Path:
         assert self.directory is not None
-        return self.directory / key[:2] / f"{key}.json"
+        return _entry_path(self.directory, key)
 
     def _load(self, key: str) -> Optional[dict]:
         if self.directory is None:
@@ -145,20 +145,8 @@ class EntryCache:
         body = {"format": FORMAT, "fingerprint": fingerprint(), "declarations": record["declarations"],
                 "parses": [{"consulted": p["consulted"], "file": p["file"]} for p in record["parses"]],
                 "origins": record["origins"], "program": record["program"], "blob": record["blob"]}
-        folder = self._path(key).parent
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(json.dumps(body, separators=(",", ":")))  # dumps: the C encoder
-                os.replace(tmp, self._path(key))
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            _write_whole(self._path(key), body)
         except OSError:
             return  # a cache that cannot be written is only a slower run
 
@@ -319,7 +307,7 @@ class InputCache:
             os.close(fd)
 
     def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
+        return _entry_path(self.directory, key)
 
     def get(self, key: str, path: str) -> Optional[dict]:
         """The stored report of this input, or None."""
@@ -347,23 +335,33 @@ class InputCache:
                 return
         except OSError:
             return
-        target = self._path(key)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(json.dumps({"format": FORMAT, "fingerprint": self._maker, "input": report},
-                                            separators=(",", ":")))
-                os.replace(tmp, target)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            _write_whole(self._path(key), {"format": FORMAT, "fingerprint": self._maker, "input": report})
         except (OSError, ValueError, TypeError):
             return  # a cache that cannot be written is only a slower run
+
+
+def _entry_path(directory: Path, key: str) -> Path:
+    """Where an entry of either cache is kept: a folder per first two hex digits of its key."""
+    return directory / key[:2] / f"{key}.json"
+
+
+def _write_whole(target: Path, body: dict) -> None:
+    """Write ``body`` as JSON (the C encoder of ``json.dumps``) under a temporary name in
+    ``target``'s folder, then rename it into place: a reader, or another ``--jobs``
+    worker, sees the whole entry or none.  Raises what writing or encoding raises."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(body, separators=(",", ":")))
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _identity(info: os.stat_result) -> tuple:
