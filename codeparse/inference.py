@@ -540,9 +540,9 @@ class Inference:
         self._named_only = False  # rule 2's operand sources held back (a cycle settling)
         self._control_scopes: dict[str, list] = {}
         self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
-        self._locals: dict[tuple[int, int], bool] = {}
-        self._tensors: dict[tuple[int, int], bool] = {}
-        self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order  # expression span -> is it a Tensor  # `a.f` span -> is `a` a local receiver
+        self._locals: dict[tuple[int, int], bool] = {}  # `a.f` span -> is `a` a local receiver
+        self._tensors: dict[tuple[int, int], bool] = {}  # expression span -> is it a Tensor
+        self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
         self._loop_keys: dict[tuple, Optional[tuple]] = {}  # scopes -> memo key of its loops
         self._prepared: set[str] = set()
         self._typed: set[str] = set()
@@ -573,9 +573,7 @@ class Inference:
         span = d.value
         if span is None:
             return None
-        node = self._trees.get(span)
-        if node is None:
-            node = self._trees[span] = self.reader.read(*span)
+        node = self.tree(span)
         if d.element is not None:
             if isinstance(node, Seq) and node.kind == "tuple" and d.element < len(node.items):
                 return node.items[d.element]
@@ -1494,10 +1492,6 @@ class Inference:
         if len(out) > _MAX_RESOLVED:
             return None
         return out
-
-
-def _start(node: Expr) -> int:
-    return node.start
 
 
 def _joined(base: Optional[str], attr: str) -> Optional[str]:
