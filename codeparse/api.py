@@ -48,13 +48,6 @@ def _expect(value: Any, kinds: Any, what: str) -> None:
         raise TypeError(f"{what}, not {type(value).__name__}")
 
 
-def _paths(paths: Any, what: str) -> list[str]:
-    """``paths`` as a list of path strings (:func:`codeparse.walk.paths_of`)."""
-    from .walk import paths_of
-
-    return paths_of(paths, what)
-
-
 class InputError(Exception):
     """An input could not be read at all (missing, binary, a directory without code).
 
@@ -283,8 +276,6 @@ def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool
     Only regular files are read (a FIFO or a device is CP301); a file over ``max_bytes``
     (default :data:`MAX_FILE_BYTES`, the archive entry limit) is refused with CP344.
     """
-    import os
-
     from .walk import not_regular
 
     _expect(path, (str, os.PathLike), "parse_file expects a path (str or os.PathLike)")
@@ -346,10 +337,10 @@ def iter_inputs(paths: Iterable[str], skipped: Optional[list] = None) -> list[st
     Walks never leave their directory: a symbolic link to a file outside it is not
     listed but appended to ``skipped`` (when given) as a CP342 finding dict.
     """
-    from .walk import Escaped, walk_files
+    from .walk import Escaped, paths_of, walk_files
 
     out: list[str] = []
-    for raw in _paths(paths, "iter_inputs"):
+    for raw in paths_of(paths, "iter_inputs"):
         if raw == "-":
             out.append(raw)
             continue

@@ -615,12 +615,6 @@ def _check_safely(path: str, policy: Limits, problem: Optional[str], data: Optio
     return input_report(path, "code", False, findings=[_whole("CP301", path, reason=reason)])
 
 
-def _check_in_worker(*args: Any) -> Any:
-    """:func:`_check_safely` in a budget worker: the report as plain data (dicts pickle
-    back to the parent quickly)."""
-    return _check_safely(*args)
-
-
 # A small archive class file, parsed once per process before workers are forked (warm_up).
 _WARM_UP_TEXT = """class M(Module):
   __parameters__ = ["weight", ]
@@ -818,7 +812,7 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
             return report
 
         results = budget.run_bounded(
-            tasks, _check_in_worker, jobs=jobs, timeout=policy.timeout_per_input, max_memory=policy.max_memory,
+            tasks, _check_safely, jobs=jobs, timeout=policy.timeout_per_input, max_memory=policy.max_memory,
             over_budget=over, on_result=arrived)
         for index, result in enumerate(results):
             if reports[todo[index]] is None:
