@@ -19,12 +19,10 @@ checks it against the pattern of every grammar); elsewhere ``items`` is matched.
 
 from __future__ import annotations
 
-import functools
-import re
 from operator import attrgetter
 from typing import Optional, Union
 
-from .grammar import Grammar
+from .grammar import Grammar, char_class
 
 __all__ = ["Name", "Const", "Attr", "CallExpr", "Index", "Seq", "Opaque", "Expr", "ExpressionReader", "names_in"]
 
@@ -113,11 +111,6 @@ _SPACE = " "
 _FALLBACK = object()  # split_items cannot decide: match ``items``
 
 
-@functools.cache
-def _structure(chars: str):
-    return re.compile("[" + re.escape(chars) + "]").finditer
-
-
 def structure_finder(grammar: Grammar):
     """``finditer`` of the characters that split items (brackets and the separator), and
     the grammar's openers -> closers; None when the grammar names no brackets or quotes."""
@@ -125,7 +118,7 @@ def structure_finder(grammar: Grammar):
     quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
     if not pairs or not quotes:
         return None
-    return _structure("".join(o + c for o, c in pairs) + _SEPARATOR), dict(pairs), quotes
+    return char_class("".join(o + c for o, c in pairs) + _SEPARATOR).finditer, dict(pairs), quotes
 
 
 def split_items(text: str, pos: int, end: int, finder, openers: dict):

@@ -22,7 +22,6 @@ file and the rule, as ``GrammarError("grammars/torchscript-v2.toml: rule 'if': .
 from __future__ import annotations
 
 import functools
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -579,6 +578,13 @@ def _load(path: Path) -> Grammar:
 def _grammar_files() -> dict[str, Path]:
     return _grammar_files_in(grammar_dir())
 
+
+
+@functools.cache
+def char_class(chars: str) -> re.Pattern:
+    """The ``re`` pattern of one character among ``chars`` (brackets, separators), compiled
+    once per process: the parser's and the expression reader's counting scans."""
+    return re.compile("[" + re.escape(chars) + "]")
 
 @functools.cache
 def _grammar_files_in(folder: Path) -> dict[str, Path]:

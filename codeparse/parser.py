@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .codes import diagnostic
-from .grammar import Grammar, Statement
+from .grammar import Grammar, Statement, char_class
 from .source import SourceText
 
 __all__ = ["Stmt", "ParseResult", "parse_statements", "quoted", "bracket_end", "nesting"]
@@ -219,14 +219,7 @@ def bracket_finder(grammar: Grammar, method: str = "finditer"):
     """A method (``finditer``, ``search``) of an ``re`` class of every bracket of the
     grammar's pairs, or None when the grammar names no pairs."""
     chars = "".join(o + c for o, c in grammar.bracket_pairs)
-    return getattr(_bracket_class(chars), method) if chars else None
-
-
-@functools.cache
-def _bracket_class(chars: str):
-    import re
-
-    return re.compile("[" + re.escape(chars) + "]")
+    return getattr(char_class(chars), method) if chars else None
 
 
 def _excerpt(text: str) -> str:
