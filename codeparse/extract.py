@@ -459,7 +459,6 @@ class Extractor:
         intrinsics = sem.intrinsics
         self_name = sem.self_name
         operator = self.operator
-        operators = self._operators  # what `operator` remembers
         call_span = self._call_spans(end)
         ref = self._ref
         target_starts = sorted(targets)
@@ -474,9 +473,7 @@ class Extractor:
                 callee = m.group("callee")
                 if callee in intrinsics:
                     continue
-                op = operators.get(callee, False)
-                if op is False:
-                    op = operator(callee)
+                op = operator(callee)
                 if op is not None:
                     kind, target = "operator", op
                 else:

@@ -12,11 +12,9 @@ from bisect import bisect_right
 from .plain import record
 
 # The fields of a Span, in the model's order, as a key-sharing plain dict (plain.record):
-# a file's data holds thousands of spans.
-_span = record("Span", ("start", "end", "line", "column", "end_line", "end_column"))
-# For callers that know the line and column already: span_data(start, end, line, column,
-# end_line, end_column).
-span_data = _span
+# a file's data holds thousands of spans.  Callers that know the line and column already
+# call it directly: span_data(start, end, line, column, end_line, end_column).
+span_data = record("Span", ("start", "end", "line", "column", "end_line", "end_column"))
 
 __all__ = ["SourceText", "span_data"]
 
@@ -51,4 +49,4 @@ class SourceText:
             end_line, end_column = self.position(end)
         else:  # on the same line, as most spans are
             end_line, end_column = index + 1, end - line_start + 1
-        return _span(start, end, index + 1, start - line_start + 1, end_line, end_column)
+        return span_data(start, end, index + 1, start - line_start + 1, end_line, end_column)
