@@ -7,8 +7,8 @@ In one run, on one machine (figures are ratios within the run; the tests assert
 behaviour only):
 
 * **report against check** on the scripted `nn.Transformer(d_model=512)` archive
-  (about 177 MB; generated into a temporary folder, never committed, as in
-  bench/bench_check.py): `python -m codeparse report ARCHIVE -o out.html` against
+  (about 177 MB; the one `bench/make_corpus.py` makes into `bench/out/`, git-ignored, never
+  committed, which bench/bench_check.py reads too): `python -m codeparse report ARCHIVE -o out.html` against
   `python -m codeparse check ARCHIVE --format jsonl`, run alternately (median of --runs
   runs each), and in process (imports excluded, best of --rounds): `build_report` against
   `codeparse.check`, in a fresh process that never imports torch.  Target: report costs at most 1.5x check.
@@ -153,14 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import codeparse
-    from bench_check import make_large
+    import make_corpus  # bench/ is on sys.path when run as a script
     from codeparse.report import write_report
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     os.environ.update(env)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        large = make_large(folder)
+        large, _zoo = make_corpus.make(quiet=True)
         many = make_many_classes(folder)
         mb = large.stat().st_size / 1e6
         out = folder / "large.html"
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         lines = [
             f"`python bench/bench_report.py` on {when}; CPython {platform.python_version()}, torch {torch.__version__}, "
-            f"{cpus} cores, {platform.machine()}, load average {load:.1f} at the end (a shared machine); "
+            f"{cpus} cores, {platform.machine()}, load average {load:.1f} at the end; "
             f"process figures are medians of {args.runs} alternated runs, in-process figures the best of "
             f"{args.rounds} rounds, ready times medians of {args.runs} loads.",
             "",
