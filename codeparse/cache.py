@@ -165,12 +165,12 @@ class EntryCache:
 
     # -- parses ----------------------------------------------------------------
     def parse(self, key: str, ask: Callable[[str], Optional[list]]) -> Optional[Any]:
-        """A stored parse whose every consulted declaration gets the same answer from ``ask``:
-        the file (a CodeFile with an empty path, or its JSON data), else None."""
+        """A stored parse whose every consulted declaration gets the same answer from ``ask``
+        (its ``file`` is the plain data of a CodeFile with an empty path), else None."""
         record = self._record(key)
         for entry in record["parses"]:
             consulted = entry.get("consulted")
-            if not isinstance(consulted, dict):
+            if not isinstance(consulted, dict) or not isinstance(entry.get("file"), dict):
                 continue
             if all(ask(q) == a for q, a in consulted.items()):
                 self.hits += 1
@@ -178,20 +178,10 @@ class EntryCache:
         self.misses += 1
         return None
 
-    def put_parse(self, key: str, consulted: dict[str, Optional[list]], file: Any, data: Callable[[], dict]) -> None:
-        """Keep a parse (``file`` in memory; ``data()``, its JSON form, written to disk)."""
+    def put_parse(self, key: str, consulted: dict[str, Optional[list]], file: dict) -> None:
+        """Keep a parse: ``file``, the plain data of a CodeFile with an empty path."""
         record = self._record(key)
-        entry = {"consulted": consulted, "model": file}
-        if self.directory is not None:
-            entry["file"] = data()
-        record["parses"] = ([entry] + record["parses"])[:MAX_PARSES]
-        self._save_parses(key, record)
-
-    def _save_parses(self, key: str, record: dict) -> None:
-        if self.directory is None:
-            return
-        if any("file" not in p for p in record["parses"]):
-            record["parses"] = [p for p in record["parses"] if "file" in p]
+        record["parses"] = ([{"consulted": consulted, "file": file}] + record["parses"])[:MAX_PARSES]
         self._save(key, record)
 
     # -- whole programs ------------------------------------------------------------
@@ -210,7 +200,7 @@ class EntryCache:
     def put_program(self, key: str, value: dict) -> None:
         record = self._record(key)
         record["program"] = value
-        self._save_parses(key, record)
+        self._save(key, record)
 
     # -- other results of one blob's bytes (a pickle's scan) ---------------------------
     def blob_key(self, kind: str, data: bytes) -> str:
@@ -224,7 +214,7 @@ class EntryCache:
     def put_blob(self, key: str, value: Any) -> None:
         record = self._record(key)
         record["blob"] = value
-        self._save_parses(key, record)
+        self._save(key, record)
 
     # -- debug info --------------------------------------------------------------
     def origins(self, key: str, debug_key: str) -> Optional[Any]:
@@ -234,7 +224,7 @@ class EntryCache:
         okey = self._origins_key(key, debug_key)
         record = self._record(okey)
         record["origins"][debug_key] = value
-        self._save_parses(okey, record)
+        self._save(okey, record)
 
     @staticmethod
     def _origins_key(key: str, debug_key: str) -> str:

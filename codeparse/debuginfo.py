@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from .safepickle import BoundedUnpickler, NotPlain, PickleLimit, load_plain, safe_int
 
@@ -319,12 +319,7 @@ class LineOrigins:
             found = self._memo[number]
         else:
             if self._bounds is None:
-                bounds, byte = [], 0
-                for line in self._text.splitlines(keepends=True):
-                    size = len(line.encode("utf-8"))
-                    bounds.append((byte, byte + size, bool(line.strip())))
-                    byte += size
-                self._bounds = bounds
+                self._bounds = list(_line_bounds(self._text))
             found = None
             if 1 <= number <= len(self._bounds):
                 start, end, content = self._bounds[number - 1]
@@ -340,12 +335,19 @@ class LineOrigins:
 def line_origins(text: str, line_map: LineMap) -> dict[int, tuple[str, int]]:
     """For each 1-based line of ``text`` that debug info covers: its original (file, line)."""
     out: dict[int, tuple[str, int]] = {}
-    byte = 0
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        size = len(line.encode("utf-8"))
-        if line.strip():
-            found = line_map.line(byte, byte + size)
+    for number, (start, end, content) in enumerate(_line_bounds(text), start=1):
+        if content:
+            found = line_map.line(start, end)
             if found is not None:
                 out[number] = found
-        byte += size
     return out
+
+
+def _line_bounds(text: str) -> Iterator[tuple[int, int, bool]]:
+    """Per line of ``text``: its bytes [start, end) in UTF-8 and whether it is not blank
+    (debug info maps byte ranges; a blank line has no origin)."""
+    byte = 0
+    for line in text.splitlines(keepends=True):
+        size = len(line.encode("utf-8"))
+        yield byte, byte + size, bool(line.strip())
+        byte += size

@@ -85,8 +85,7 @@ def _union(results: list) -> tuple[frozenset, frozenset]:
     if len(parts) == 1:
         return parts[0]
     if len(parts) == 2:
-        (a, b), (c, d) = parts
-        return (a | c if c else a, b | d if d else b)
+        return _union2(parts[0], parts[1])
     return (frozenset().union(*(r[0] for r in parts)), frozenset().union(*(r[1] for r in parts)))
 
 

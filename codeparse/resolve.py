@@ -355,10 +355,7 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
         path = item["path"]
         hit = cache.parse(item["key"], answers)
         if hit is not None:
-            stored = hit.get("model")
-            if stored is None:
-                stored = hit["model"] = hit["file"]  # from disk: the same plain data
-            files.append(_with_path(stored, path))
+            files.append(_with_path(hit["file"], path))
             continue
         started = start(index)
         functions.consulted = item["functions"]
@@ -369,7 +366,7 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
         consulted = {f"type:{q}": answers(f"type:{q}") for q in sorted(item["types"])}
         consulted.update({f"function:{q}": answers(f"function:{q}") for q in sorted(item["functions"])})
         stored = _with_path(cf, "")
-        cache.put_parse(item["key"], consulted, stored, lambda stored=stored: stored)
+        cache.put_parse(item["key"], consulted, stored)
         files.append(cf)
     found = [findings[p] for p, _ in entries if p in findings]
     if as_dict:
