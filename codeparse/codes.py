@@ -81,6 +81,7 @@ CODES: dict[str, Code] = {
         Code("CP330", "pickle_dangerous_global", "pickle {entry} names {global_name} (byte {offset}): loading the file calls it, and it can run commands or code", "error"),
         Code("CP331", "pickle_unknown_global", "pickle {entry} names {global_name} (byte {offset}), which is neither known safe nor known dangerous", "warning"),
         Code("CP332", "pickle_unreadable", "pickle {entry} cannot be walked ({reason}); the globals it names are not all known", "warning"),
+        Code("CP333", "pickle_unknown_globals_more", "pickle {entry} names {count} more global(s) neither known safe nor known dangerous, from byte {offset} on; only the first {listed} are listed one by one (CP331)", "warning"),
         # -- hostile inputs, second round (issue 15): CP340-CP349 --
         Code("CP340", "input_budget_exceeded", "reading this input exceeded its budget: {reason}; its partial results are dropped", "error"),
         Code("CP341", "overlapping_entries", "entry {entry} overlaps entry {other} in the zip; neither is read", "error"),

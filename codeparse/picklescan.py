@@ -14,7 +14,8 @@ cannot see: they count as unknown globals.
 
 What each global means is data: ``grammars/pickle-globals.toml`` lists the dangerous
 ones (CP330, error), the ones torch writes (allowed, silent); anything else is unknown
-(CP331, warning).  Nothing is imported or executed.
+(CP331, warning; past the table's ``listed`` per pickle, one CP333 counts the rest).
+Nothing is imported or executed.
 """
 
 from __future__ import annotations
@@ -379,16 +380,32 @@ def scan_stream(data: bytes, entry: str) -> list[PickleScan]:
 
 
 def pickle_findings(path: str, scans: Iterable[PickleScan]) -> Iterator[dict]:
-    """CP330 / CP331 / CP332 diagnostics (plain dicts) for the scans of one input."""
+    """CP330 / CP331 / CP332 / CP333 diagnostics (plain dicts) for the scans of one input:
+    every dangerous global, the first ``[unknown].listed`` unknown ones of each pickle, one
+    CP333 that counts the rest."""
     table = load_table()
+    listed = table["unknown"]["listed"]
     for scan in scans:
+        unknown = 0
+        first_more: Optional[str] = None  # the first unknown global past the first `listed`
         for name in scan.globals:
             verdict = classify(name) if not name.startswith("<") else "unknown"
             if verdict == "allowed":
                 continue
+            if verdict == "unknown":
+                unknown += 1
+                if unknown > listed:
+                    first_more = first_more or name
+                    continue
             row = table[verdict]
             finding = diagnostic(row["code"], path, None, entry=scan.entry, global_name=name,
                                  offset=scan.offsets[name])
+            finding["severity"] = row["severity"]
+            yield finding
+        if first_more is not None:
+            row = table["unknown_more"]
+            finding = diagnostic(row["code"], path, None, entry=scan.entry, count=unknown - listed,
+                                 offset=scan.offsets[first_more], listed=listed)
             finding["severity"] = row["severity"]
             yield finding
         if scan.error is not None:

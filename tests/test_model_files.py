@@ -325,6 +325,25 @@ def test_unknown_and_unreadable_pickles_in_check(tmp_path):
     assert report.inputs[0].findings[1].args["global_name"] == "mylib.models.Net"
 
 
+def test_unknown_globals_past_the_table_limit_are_counted_in_one_finding(tmp_path):
+    """A pickle naming thousands of made-up globals gives the first ``listed`` CP331s and
+    one CP333 that counts the rest; a dangerous global after them is still reported."""
+    from codeparse.picklescan import load_table
+
+    listed = load_table()["unknown"]["listed"]
+    names = [f"evil{i}\nf{i}" for i in range(listed + 2000)] + ["posix\nsystem"]
+    flood = tmp_path / "flood.pkl"
+    flood.write_bytes(b"\x80\x02" + b"".join(b"c" + n.encode() + b"\n0" for n in names) + b"N.")
+    report = check([str(flood)], Policy())
+    found = report.inputs[0].findings
+    assert [f.code for f in found] == ["CP324"] + ["CP331"] * listed + ["CP330", "CP333"]
+    assert found[listed].args["global_name"] == f"evil{listed - 1}.f{listed - 1}"
+    more = found[-1]
+    start = flood.read_bytes().index(f"cevil{listed}\n".encode())
+    assert more.args == {"entry": "flood.pkl", "count": "2000", "offset": str(start), "listed": str(listed)}
+    assert more.severity == "warning" and report.exit_code == 1  # CP330 still fails the gate
+
+
 def test_every_torch_made_pickle_is_known_safe():
     """The fixture archives and files made by torch name only allowed globals."""
     archives = sorted((ROOT / "fixtures" / "archives").glob("*.pt"))
