@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LEGACY = "/work/shared/fixtures-legacy"
+LEGACY = "fixtures/legacy"  # real archives saved by older PyTorch versions
 BIG = ["--max-entry-bytes", str(1 << 30), "--max-total-bytes", str(1 << 31)]
 API = ("import sys, codeparse\n"
        "from codeparse.models import Policy\n"

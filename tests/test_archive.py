@@ -17,7 +17,7 @@ from codeparse.debuginfo import ForbiddenGlobal, line_origins, read_debug_pkl
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"
-LEGACY = Path("/work/shared/fixtures-legacy")
+LEGACY = ROOT / "fixtures" / "legacy"  # real archives saved by older PyTorch versions (its README)
 DATA = Path(__file__).resolve().parent / "data"
 CUSTOM_SCRIPT = ARCHIVES / "custom_model.script.pt"
 CUSTOM_TRACE = ARCHIVES / "custom_model.trace.pt"
@@ -153,8 +153,7 @@ def test_cross_file_roles_reach_through_submodules():
     assert "__torch__.torch.nn.modules.conv.Conv2d.forward" in archive.reachable
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in LEGACY.glob("*") if p.suffix != ".md")
-                         if LEGACY.exists() else [])
+@pytest.mark.parametrize("name", sorted(p.name for p in LEGACY.glob("*") if p.is_file() and p.suffix != ".md"))
 def test_legacy_archives_are_read(name):
     path = LEGACY / name
     if name.startswith("torch-js__torch-js__test_model-7f2acda"):

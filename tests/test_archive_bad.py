@@ -26,7 +26,7 @@ from codeparse.models import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 CUSTOM_SCRIPT = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
-PYTORCH1 = Path("/work/shared/fixtures-legacy/torch-js__torch-js__test_model-7f2acda.pt")
+PYTORCH1 = ROOT / "fixtures" / "legacy" / "torch-js__torch-js__test_model-7f2acda.pt"
 # Real printer output (torch 2.13): one class with a branch on tensor values (CP201).
 GOOD_CODE = (Path(__file__).resolve().parent.parent / "fixtures" / "archive_code"
              / "tutorial_decision_gate.script" / "__torch__.py").read_bytes()
