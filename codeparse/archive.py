@@ -718,16 +718,22 @@ class OpenedArchive:
         """Findings about the debug info read so far, in stored order."""
         return [self._debug_findings[i] for i in sorted(self._debug_findings)]
 
-    def all_origins(self) -> dict[str, dict[int, tuple[str, int]]]:
-        """Every code file's origins (every ``.debug_pkl`` read), for the full :class:`Archive`."""
+    def every_origin(self) -> dict[str, Any]:
+        """Every code file's origins (every ``.debug_pkl`` read, in stored order), each as
+        :meth:`origins` gives it (``.get(line)``; lines are mapped when asked for)."""
         parsed = {cf["path"] for cf in self.files}
         out = {}
         for display in self._entries:
             if display in parsed:
                 found = self.origins(display)
                 if found is not None:
-                    out[display] = found if isinstance(found, dict) else dict(found.items())
+                    out[display] = found
         return out
+
+    def all_origins(self) -> dict[str, dict[int, tuple[str, int]]]:
+        """Every code file's origins as dicts (every ``.debug_pkl`` read), for the full :class:`Archive`."""
+        return {display: found if isinstance(found, dict) else dict(found.items())
+                for display, found in self.every_origin().items()}
 
     def tail_findings(self) -> list[dict]:
         """The findings read last: mobile bytecode and the pickle scan."""
@@ -800,23 +806,28 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
     text)``, the origin of any offset) and ``traced`` (the archive holds
     ``traced_inputs.pkl``: torch.jit.trace of torch >= 2.1).  ``cache``: a
     :class:`codeparse.cache.EntryCache` shared by several reads."""
-    from .resolve import resolve
-
     with reading_archive(path, policy, grammar, data, cache) as opened:
         opened.keep_line_maps = extras is not None
-        files = opened.files
-        maps = opened.all_origins()
-        findings = opened.findings + opened.debug_findings()
-        root_class = opened.root_class()
-        findings.extend(opened.tail_findings())
-        archive = resolve(
-            path=opened.path, layout=opened.layout, root=opened.reader.root, version=opened.version,
-            entries=opened.count, files=files, maps=maps, root_class=root_class, findings=findings,
-        )
-        if extras is not None:
-            extras["offset_maps"] = opened.line_maps
-            extras["traced"] = any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in opened.reader.names)
-        return archive
+        return archive_of(opened, extras)
+
+
+def archive_of(opened: OpenedArchive, extras: Optional[dict] = None) -> Archive:
+    """The :class:`Archive` of an archive open for reading (:func:`read_archive`)."""
+    from .resolve import resolve
+
+    files = opened.files
+    maps = opened.all_origins()
+    findings = opened.findings + opened.debug_findings()
+    root_class = opened.root_class()
+    findings.extend(opened.tail_findings())
+    archive = resolve(
+        path=opened.path, layout=opened.layout, root=opened.reader.root, version=opened.version,
+        entries=opened.count, files=files, maps=maps, root_class=root_class, findings=findings,
+    )
+    if extras is not None:
+        extras["offset_maps"] = opened.line_maps
+        extras["traced"] = any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in opened.reader.names)
+    return archive
 
 
 def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Archive:

@@ -51,7 +51,7 @@ def register(group: click.Group) -> None:
         from .check import PolicyError, load_policy, policy_with
 
         try:
-            policy = load_policy(config) if config else load_policy()
+            policy = load_policy(config, plain=True) if config else load_policy(plain=True)
             policy = policy_with(policy, target=target)
         except PolicyError as exc:
             sys.stderr.write(f"codeparse: error: {exc}\n")

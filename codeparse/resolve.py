@@ -519,6 +519,16 @@ def analyse(files: list[dict], root_class: Optional[str],
     return Analysis(prog, graph, root_class, reachable, per_file, conditions)
 
 
+def all_findings(analysis: Analysis, files: list[dict], head: Iterable[dict], maps: dict[str, Any]) -> list[dict]:
+    """An archive's findings as plain data: ``head`` (its archive-level diagnostics) first,
+    then each file's, with its original lines from ``maps`` (file path -> ``.get(line)``)."""
+    out = [to_finding(d) for d in head]
+    for cf in files:
+        origins = maps.get(cf["path"])
+        out.extend(to_finding(d, origins) for d in analysis.file_findings(cf["path"]))
+    return out
+
+
 def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[int], entries: int,
             files: list[dict], maps: dict[str, dict[int, tuple[str, int]]],
             root_class: Optional[str], findings: Iterable[dict],
@@ -539,10 +549,7 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
             resolved=cond["resolved"], sources=cond["sources"], kind=cond["kind"], reachable=live,
             origin={"path": origin[0], "line": origin[1]} if origin else None,
         ))
-    out = [to_finding(d) for d in findings]
-    for cf in files:
-        origins = maps.get(cf["path"])
-        out.extend(to_finding(d, origins) for d in analysis.file_findings(cf["path"]))
+    out = all_findings(analysis, files, findings, maps)
     models = [code_file_from_plain(cf) for cf in files]
     classes: dict[str, Any] = {}
     functions: dict[str, Any] = {}
@@ -580,13 +587,17 @@ def _guess_root(prog: _Program) -> Optional[str]:
     return None
 
 
-def _tree(prog: _Program, qualified: str, path: str, depth: int = 0, active: Optional[set[str]] = None) -> Any:
+def _tree(prog: _Program, qualified: str, path: str, depth: int = 0, active: Optional[set[str]] = None,
+          node: Optional[Callable[..., Any]] = None) -> Any:
     """The module tree from ``qualified`` at ``path``, built over classes: each class's
     submodules are listed at the first path that reaches it (depth first, declaration
     order); later nodes of that class point there with ``same_as``.  Linear in the
     classes and their declarations, iterative, so a class holding two of the next one
-    22 levels deep gives 23 expanded nodes, not 4 million."""
-    from .models import ModuleNode
+    22 levels deep gives 23 expanded nodes, not 4 million.  Its nodes are
+    :class:`~codeparse.models.ModuleNode`, or what ``node(path=, type=, children=, same_as=)``
+    makes (``dict`` for plain data)."""
+    if node is None:
+        from .models import ModuleNode as node
 
     first: dict[str, str] = {}
 
@@ -609,14 +620,14 @@ def _tree(prog: _Program, qualified: str, path: str, depth: int = 0, active: Opt
         cls, at, level, children, todo = stack[-1]
         if not todo:
             stack.pop()
-            done = ModuleNode(path=at, type=cls, children=children)
+            done = node(path=at, type=cls, children=children, same_as=None)
             if stack:
                 stack[-1][3].append(done)
             continue
         name, typ = todo.pop()
         child_path = f"{at}.{name}"
         if typ in first:
-            children.append(ModuleNode(path=child_path, type=typ, same_as=first[typ]))
+            children.append(node(path=child_path, type=typ, children=[], same_as=first[typ]))
             continue
         first[typ] = child_path
         below = list(reversed(submodules(typ))) if level + 1 < _MAX_TREE_DEPTH else []

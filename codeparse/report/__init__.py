@@ -60,7 +60,7 @@ def build_report(paths: Sequence[str | os.PathLike] = (), script: Optional[str] 
     from ..check import load_policy
     from .highlight import highlight_lines, style_css
 
-    policy = policy if policy is not None else load_policy()
+    policy = policy if policy is not None else load_policy(plain=True)
     inputs = [collect_input(f"a{n}", path, policy, highlight_lines, problem)
               for n, (path, problem) in enumerate(input_paths(paths))] if paths else []
     pair = collect_pair("p0", os.fspath(script), os.fspath(trace), highlight_lines) if script and trace else None

@@ -20,7 +20,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from ..models import Archive, CodeFile, Finding, Function, Policy
 
 __all__ = ["KINDS", "Mark", "LineView", "FileView", "FindingView", "InputView", "PairView",
            "collect_input", "collect_pair"]
@@ -171,23 +170,28 @@ def _short_class(qualified: str) -> str:
     return name
 
 
-def _functions(cf: CodeFile) -> Iterable[Function]:
+def _functions(cf: Any) -> Iterable[Any]:
+    """The functions of a CodeFile model (the pair view reads :mod:`codeparse.tracediff`'s models)."""
     for cls in cf.classes:
         yield from cls.methods
     yield from cf.functions
 
 
-def _finding_view(f: Finding, fid: str, input_path: str, file_ids: dict[str, str]) -> FindingView:
-    shown = f.path[len(input_path) + 1:] if f.path.startswith(input_path + "!") else f.path
-    view = FindingView(id=fid, code=f.code, name=f.name, severity=f.severity, message=f.message,
-                       path=f.path, file=shown)
-    if f.span is not None and f.path in file_ids:
-        view.file_id = file_ids[f.path]
-        view.line = f.span.line
-        view.column = f.span.column
-    if f.origin is not None:
-        view.origin = f"{f.origin.path}:{f.origin.line}"
-    view.related = [f"{r.path}:{r.line}" for r in getattr(f, "related", None) or []]
+def _finding_view(f: dict, fid: str, input_path: str, file_ids: dict[str, str]) -> FindingView:
+    """One finding (plain data, ``Finding.model_dump(mode="json")``) as a row of the table."""
+    path = f["path"]
+    shown = path[len(input_path) + 1:] if path.startswith(input_path + "!") else path
+    view = FindingView(id=fid, code=f["code"], name=f["name"], severity=f["severity"], message=f["message"],
+                       path=path, file=shown)
+    span = f["span"]
+    if span is not None and path in file_ids:
+        view.file_id = file_ids[path]
+        view.line = span["line"]
+        view.column = span["column"]
+    origin = f["origin"]
+    if origin is not None:
+        view.origin = f"{origin['path']}:{origin['line']}"
+    view.related = [f"{r['path']}:{r['line']}" for r in f.get("related") or []]
     return view
 
 
@@ -216,39 +220,31 @@ def _size_group(name: str) -> str:
     return "other"
 
 
-def _read_sources(path: str, policy: Policy, archive: Archive, extras: dict) -> tuple[dict[str, str], Any, list]:
-    """Code text per file path, a lookup of original line texts, and entry sizes.
-
-    The archive reader hands over, in ``extras["offset_maps"]``, the text and the debug
-    info (:class:`~codeparse.debuginfo.LineMap`) of every entry it mapped; entries without
-    debug info are read again here (their text only)."""
+def _sources(opened: Any, files: list[dict]) -> tuple[dict[str, str], Any, list]:
+    """Code text per file path, a lookup of original line texts, and entry sizes, from an
+    archive open for reading whose debug info is read (:meth:`~codeparse.archive.OpenedArchive.every_origin`
+    with ``keep_line_maps``): the text and the :class:`~codeparse.debuginfo.LineMap` of every
+    entry it mapped are kept there; entries without debug info are read here (their text only)."""
     from ..api import decode_text
-    from ..archive import EntryRefused, _open_zip
+    from ..archive import EntryRefused
 
-    mapped: dict[str, tuple[Any, str]] = extras.get("offset_maps") or {}
-    texts: dict[str, str] = {display: text for display, (_, text) in mapped.items()}
-    maps = [line_map for line_map, _ in mapped.values()]
+    reader = opened.reader
+    texts: dict[str, str] = {display: text for display, (_, text) in opened.line_maps.items()}
+    maps = [line_map for line_map, _ in opened.line_maps.values()]
     sizes: dict[str, list[int]] = {g: [0, 0] for g in SIZE_GROUPS}
-    reader, _ = _open_zip(path, policy)
-    try:
-        for info in reader._zf.infolist():
-            group = sizes[_size_group(info.filename)]
-            group[0] += 1
-            group[1] += info.file_size
-        wanted = {cf.path for cf in archive.files} - set(texts)
-        for name in reader.names:
-            display = reader.display(name)
-            if display not in wanted:
-                continue
-            try:
-                texts[display] = decode_text(reader.read(name))
-            except EntryRefused:
-                continue
-    finally:
-        reader._zf.close()
-        fp = getattr(reader._zf, "fp", None)
-        if fp is not None:
-            fp.close()
+    for info in reader._zf.infolist():
+        group = sizes[_size_group(info.filename)]
+        group[0] += 1
+        group[1] += info.file_size
+    wanted = {cf["path"] for cf in files} - set(texts)
+    for name in reader.names:
+        display = reader.display(name)
+        if display not in wanted:
+            continue
+        try:
+            texts[display] = decode_text(reader.read(name))
+        except EntryRefused:
+            continue
 
     def line_text(filename: str, line: int) -> Optional[str]:
         for m in maps:
@@ -263,9 +259,62 @@ def _read_sources(path: str, policy: Policy, archive: Archive, extras: dict) -> 
 # ----------------------------------------------------------------------------- inputs
 
 
-def _file_views(input_id: str, files: list[CodeFile], texts: dict[str, str], input_path: str,
-                findings: list[FindingView], origins: dict[str, dict[int, Any]], line_text,
-                reachable_fn, highlight) -> list[FileView]:
+@dataclass
+class _Archive:
+    """What the page shows of one archive, as plain data, from one reading of it."""
+
+    report: dict  # the input report of `check` (InputReport.model_dump(mode="json"))
+    files: list[dict]  # CodeFile.model_dump(mode="json") of each code file
+    analysis: Any  # codeparse.resolve.Analysis: classes, functions, calls, what forward reaches
+    origins: dict[str, Any]  # file path -> original (file, line) of a code line, by `.get(line)`
+    texts: dict[str, str]
+    line_text: Any
+    sizes: list[tuple[str, int, int]]
+    layout: str
+    version: Optional[int]
+    entries: int
+
+
+def _read_archive(path: str, policy: Any, zipped: Optional[tuple]) -> _Archive:
+    """One archive read as ``check`` reads it (each code entry parsed once, as plain data,
+    the program resolved by :func:`codeparse.resolve.analyse`), and besides every
+    ``.debug_pkl`` (as :func:`codeparse.archive.read_archive` reads them: the page shows the
+    original line of every ``if`` and loop), the code texts and the entry sizes.  The
+    pydantic models are built only for ``--target export``, whose rules read an
+    :class:`~codeparse.models.Archive`.  Raises :class:`codeparse.InputError`."""
+    from ..archive import archive_of, reading_archive
+    from ..cache import EntryCache
+    from ..check import archive_report, selected
+    from ..checkdata import input_report
+    from ..resolve import all_findings, analyse
+
+    with reading_archive(path, policy, None, None, EntryCache(), zipped) as opened:
+        opened.keep_line_maps = True
+        files = opened.files
+        origins = opened.every_origin()
+        if policy.target == "export":
+            extras: dict = {}
+            report = archive_report(path, archive_of(opened, extras), extras, policy).model_dump(mode="json")
+            analysis = analyse(files, opened.root_class())
+        else:
+            head = opened.findings + opened.debug_findings()
+            analysis = analyse(files, opened.root_class())
+            head.extend(opened.tail_findings())
+            found = all_findings(analysis, files, head, origins)
+            live = sum(1 for c in analysis.conditions if c[3])
+            report = input_report(path, "archive", True, files=len(files), branches=live,
+                                  findings=[f for f in found if selected(f["code"], policy)])
+        texts, line_text, sizes = _sources(opened, files)
+        return _Archive(report=report, files=files, analysis=analysis, origins=origins, texts=texts,
+                        line_text=line_text, sizes=sizes, layout=opened.layout, version=opened.version,
+                        entries=opened.count)
+
+
+def _file_views(input_id: str, files: list[dict], texts: dict[str, str], input_path: str,
+                findings: list[FindingView], origins: dict[str, Any], line_text, reachable_fn,
+                highlight) -> list[FileView]:
+    from ..resolve import _functions_of
+
     by_line: dict[tuple[str, int], list[FindingView]] = {}
     for f in findings:
         if f.line is not None:
@@ -273,60 +322,63 @@ def _file_views(input_id: str, files: list[CodeFile], texts: dict[str, str], inp
     views: list[FileView] = []
     for n, cf in enumerate(files):
         fid = f"{input_id}f{n}"
-        text = texts.get(cf.path, "")
-        name = cf.path[len(input_path) + 1:] if cf.path.startswith(input_path + "!") else cf.path
+        path = cf["path"]
+        text = texts.get(path, "")
+        name = path[len(input_path) + 1:] if path.startswith(input_path + "!") else path
         lines = [LineView(number=i + 1, tokens=toks) for i, toks in enumerate(highlight(text))]
-        view = FileView(id=fid, path=cf.path, name=name, grammar=cf.grammar, lines=lines, size=len(text))
-        file_origins = origins.get(cf.path, {})
+        view = FileView(id=fid, path=path, name=name, grammar=cf["grammar"], lines=lines, size=len(text))
+        file_origins = origins.get(path) or {}
 
         def origin_of(line: int) -> tuple[Optional[str], Optional[str]]:
             o = file_origins.get(line)
             if o is None:
                 return None, None
-            return f"{o.path}:{o.line}", line_text(o.path, o.line) if line_text else None
+            return f"{o[0]}:{o[1]}", line_text(o[0], o[1]) if line_text else None
 
-        for fn in _functions(cf):
-            live = reachable_fn(fn.qualified_name)
-            for k, if_ in enumerate(fn.ifs):
-                line = if_.span.line
+        for fn in _functions_of(cf):
+            qualified = fn["qualified_name"]
+            live = reachable_fn(qualified)
+            for if_ in fn["ifs"]:
+                line = if_["span"]["line"]
                 if not 0 < line <= len(lines):
                     continue
-                cond = if_.condition
+                cond = if_["condition"]
+                kind = cond["kind"]
                 origin, origin_text = origin_of(line)
                 mark = Mark(
-                    id=f"{fid}i{line}", what="if", kind=cond.kind, label=f"if · {KINDS[cond.kind][0]}",
-                    text=cond.text, resolved=cond.resolved if cond.resolved != cond.text else None,
-                    sources=[(s.ref, s.kind, s.type) for s in cond.sources], origin=origin,
-                    origin_text=origin_text, findings=by_line.get((cf.path, line), []), reachable=live,
-                    function=fn.qualified_name,
+                    id=f"{fid}i{line}", what="if", kind=kind, label=f"if · {KINDS[kind][0]}",
+                    text=cond["text"], resolved=cond["resolved"] if cond["resolved"] != cond["text"] else None,
+                    sources=[(s["ref"], s["kind"], s["type"]) for s in cond["sources"]], origin=origin,
+                    origin_text=origin_text, findings=by_line.get((path, line), []), reachable=live,
+                    function=qualified,
                 )
-                if getattr(cond, "data_dependent_shape", False):
+                if cond.get("data_dependent_shape", False):
                     mark.note = "the shape read depends on tensor values (data-dependent)"
                 lines[line - 1].mark = mark
                 view.ifs += 1
-            for loop in fn.loops:
-                line = loop.span.line
+            for loop in fn["loops"]:
+                line = loop["span"]["line"]
                 if not 0 < line <= len(lines) or lines[line - 1].mark is not None:
                     continue
-                cond = getattr(loop, "condition", None)  # loop conditions (issue 9), when present
-                kind = cond.kind if cond is not None and getattr(cond, "kind", None) in KINDS else LOOP_KIND
-                label = f"{loop.kind} · {KINDS[kind][0]}" if kind in KINDS else f"{loop.kind} loop"
+                cond = loop.get("condition")  # loop conditions, when present
+                kind = cond["kind"] if cond is not None and cond.get("kind") in KINDS else LOOP_KIND
+                label = f"{loop['kind']} · {KINDS[kind][0]}" if kind in KINDS else f"{loop['kind']} loop"
                 origin, origin_text = origin_of(line)
                 mark = Mark(
-                    id=f"{fid}l{line}", what=loop.kind, kind=kind, label=label, text=loop.iter,
-                    resolved=getattr(cond, "resolved", None) if cond is not None else None,
-                    sources=[(s.ref, s.kind, s.type) for s in getattr(cond, "sources", [])] if cond else [],
-                    origin=origin, origin_text=origin_text, findings=by_line.get((cf.path, line), []),
-                    reachable=live, function=fn.qualified_name,
+                    id=f"{fid}l{line}", what=loop["kind"], kind=kind, label=label, text=loop["iter"],
+                    resolved=cond.get("resolved") if cond is not None else None,
+                    sources=[(s["ref"], s["kind"], s["type"]) for s in cond.get("sources", [])] if cond else [],
+                    origin=origin, origin_text=origin_text, findings=by_line.get((path, line), []),
+                    reachable=live, function=qualified,
                 )
                 if mark.resolved == mark.text:
                     mark.resolved = None
                 lines[line - 1].mark = mark
                 view.loops += 1
-        for (path, line), items in by_line.items():
-            if path == cf.path and 0 < line <= len(lines):
+        for (at, line), items in by_line.items():
+            if at == path and 0 < line <= len(lines):
                 lines[line - 1].findings = items
-        mine = [f for f in findings if f.path == cf.path]
+        mine = [f for f in findings if f.path == path]
         view.findings = len(mine)
         for sev in SEVERITIES:
             if any(f.severity == sev for f in mine):
@@ -336,15 +388,18 @@ def _file_views(input_id: str, files: list[CodeFile], texts: dict[str, str], inp
     return views
 
 
-def _reachability(files: list[CodeFile], archive: Optional[Archive]):
+def _reachability(files: list[dict], reachable: Optional[list[str]]):
     """``(function name -> reachable)`` and ``(path, line) -> reachable`` for findings."""
-    if archive is None or not archive.reachable:
+    from ..resolve import _functions_of
+
+    if not reachable:
         return (lambda _qn: True), (lambda _p, _l: True)
-    live = set(archive.reachable)
+    live = set(reachable)
     spans: dict[str, list[tuple[int, int, str]]] = {}
     for cf in files:
-        for fn in _functions(cf):
-            spans.setdefault(cf.path, []).append((fn.span.line, fn.span.end_line, fn.qualified_name))
+        for fn in _functions_of(cf):
+            span = fn["span"]
+            spans.setdefault(cf["path"], []).append((span["line"], span["end_line"], fn["qualified_name"]))
 
     def line_live(path: str, line: int) -> bool:
         for start, end, qn in spans.get(path, ()):
@@ -355,67 +410,73 @@ def _reachability(files: list[CodeFile], archive: Optional[Archive]):
     return (lambda qn: qn in live), line_live
 
 
-def _tree(archive: Archive, file_ids: dict[str, str]) -> tuple[Optional[TreeNode], Optional[CallNode]]:
-    classes = archive.classes
+def _tree(files: list[dict], analysis: Any, file_ids: dict[str, str]) -> tuple[Optional[TreeNode], Optional[CallNode]]:
+    from ..resolve import _functions_of
+    from ..resolve import _tree as module_tree
+
+    classes = analysis.prog.classes
+    functions = analysis.prog.functions
     where: dict[str, tuple[str, int]] = {}
-    for cf in archive.files:
-        for cls in cf.classes:
-            if cf.path in file_ids:
-                where.setdefault(cls.qualified_name, (file_ids[cf.path], cls.span.line))
+    for cf in files:
+        for cls in cf["classes"]:
+            if cf["path"] in file_ids:
+                where.setdefault(cls["qualified_name"], (file_ids[cf["path"]], cls["span"]["line"]))
     fn_where: dict[str, tuple[str, int]] = {}
-    for cf in archive.files:
-        for fn in _functions(cf):
-            if cf.path in file_ids:
-                fn_where.setdefault(fn.qualified_name, (file_ids[cf.path], fn.span.line))
+    for cf in files:
+        for fn in _functions_of(cf):
+            if cf["path"] in file_ids:
+                fn_where.setdefault(fn["qualified_name"], (file_ids[cf["path"]], fn["span"]["line"]))
 
     def attrs(qn: str) -> list[tuple[str, str, str]]:
         cls = classes.get(qn)
         if cls is None:
             return []
         out = []
-        for a in cls.attributes:
-            typ = a.type or ("" if a.value is None else "constant")
-            if a.name in cls.parameters:
+        for a in cls["attributes"]:
+            name, typ, value, final = a["name"], a["type"], a["value"], a["final"]
+            kind = typ or ("" if value is None else "constant")
+            if name in cls["parameters"]:
                 role = "parameter"
-            elif a.name in cls.buffers:
+            elif name in cls["buffers"]:
                 role = "buffer"
-            elif a.final:
+            elif final:
                 role = "constant"
-            elif a.type in classes and classes[a.type].kind == "module":
+            elif typ in classes and classes[typ]["kind"] == "module":
                 role = "submodule"
             else:
                 role = "attribute"
-            shown = a.type or ""
-            if a.final and a.value is not None:
-                shown = f"{shown} = {a.value}" if shown else a.value
-            out.append((a.name, role, shown or typ))
+            shown = typ or ""
+            if final and value is not None:
+                shown = f"{shown} = {value}" if shown else value
+            out.append((name, role, shown or kind))
         return out
 
     def forward_calls(qn: str) -> list[str]:
-        fn = archive.functions.get(f"{qn}.forward")
+        fn = functions.get(f"{qn}.forward")
         if fn is None:
             return []
         seen: list[str] = []
-        for c in fn.calls:
-            if c.kind in ("submodule", "self_method") and c.receiver:
-                label = f"{c.receiver}.{c.method}" if c.method else c.receiver
+        for c in fn["calls"]:
+            if c["kind"] in ("submodule", "self_method") and c["receiver"]:
+                label = f"{c['receiver']}.{c['method']}" if c["method"] else c["receiver"]
                 if label not in seen:
                     seen.append(label)
         return seen
 
-    def node(m, depth: int) -> TreeNode:
-        name = m.path.rsplit(".", 1)[-1] if m.path != "self" else "self"
-        t = TreeNode(name=name, path=m.path, cls=m.type, short=_short_class(m.type),
-                     role="root module" if depth == 0 else "submodule", attrs=attrs(m.type),
-                     link=where.get(m.type), forward=forward_calls(m.type))
-        t.children = [node(c, depth + 1) for c in m.children]
+    def node(m: dict, depth: int) -> TreeNode:
+        name = m["path"].rsplit(".", 1)[-1] if m["path"] != "self" else "self"
+        t = TreeNode(name=name, path=m["path"], cls=m["type"], short=_short_class(m["type"]),
+                     role="root module" if depth == 0 else "submodule", attrs=attrs(m["type"]),
+                     link=where.get(m["type"]), forward=forward_calls(m["type"]))
+        t.children = [node(c, depth + 1) for c in m["children"]]
         return t
 
-    tree = node(archive.module_tree, 0) if archive.module_tree is not None else None
+    root = analysis.root_class
+    tree = node(module_tree(analysis.prog, root, "self", node=dict), 0) if root else None
 
     calls = None
-    graph = archive.call_graph
-    start = archive.reachable[0] if archive.reachable else None
+    graph = analysis.graph
+    start = analysis.reachable[0] if analysis.reachable else None
     if start is not None:
         expanded: set[str] = set()
 
@@ -434,124 +495,125 @@ def _tree(archive: Archive, file_ids: dict[str, str]) -> tuple[Optional[TreeNode
     return tree, calls
 
 
-def _with_unreached(findings: list[Finding], archive: Archive, policy: Policy) -> list[Finding]:
+def _with_unreached(findings: list[dict], read: _Archive, policy: Any) -> list[dict]:
     """``check``'s findings plus the condition findings of ifs that ``forward`` never reaches
     (``check`` leaves those out; the table shows them marked, and "reachable only" hides them)."""
     from ..check import selected
     from ..resolve import condition_finding
 
-    if policy.target != "trace" or not archive.reachable:
+    if policy.target != "trace" or not read.analysis.reachable:
         return findings  # export findings cover reachable code only; no entry point: all reachable
-    live = set(archive.reachable)
     extra = []
-    for cf in archive.files:
-        origins = {line: (o.path, o.line) for line, o in archive.source_map.get(cf.path, {}).items()}
-        for fn in _functions(cf):
-            if fn.qualified_name in live:
-                continue
-            for if_ in fn.ifs:
-                found = condition_finding(cf.path, fn.qualified_name, if_.model_dump(mode="json"), origins)
-                if selected(found["code"], policy):
-                    extra.append(Finding.model_validate(found))
+    for path, function, if_, live in read.analysis.conditions:
+        if live:
+            continue
+        found = condition_finding(path, function, if_, read.origins.get(path))
+        if selected(found["code"], policy):
+            extra.append(found)
     if not extra:
         return findings
-    rank = {cf.path: i for i, cf in enumerate(archive.files)}
-    return sorted(findings + extra, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
+    rank = {cf["path"]: i for i, cf in enumerate(read.files)}
+    return sorted(findings + extra, key=lambda f: (rank.get(f["path"], -1), f["span"]["start"] if f["span"] else -1))
 
 
-def _export_rows(verdict: Any) -> Optional[dict]:
+def _export_rows(verdict: Optional[dict]) -> Optional[dict]:
     """The export verdict of ``check --target export`` (``InputReport.export``) for the summary."""
     if verdict is None:
         return None
     return {
-        "verdict": verdict.verdict,
-        "label": verdict.verdict.replace("_", " "),
-        "reason": verdict.reason,
-        "blocked": [f"{b.path}:{b.line}" for b in verdict.blocked],
-        "specializations": verdict.specializations,
-        "unknown": verdict.unknown,
+        "verdict": verdict["verdict"],
+        "label": verdict["verdict"].replace("_", " "),
+        "reason": verdict["reason"],
+        "blocked": [f"{b['path']}:{b['line']}" for b in verdict["blocked"]],
+        "specializations": verdict["specializations"],
+        "unknown": verdict["unknown"],
     }
 
 
-def _findings_only(view: InputView, report) -> InputView:
+def _findings_only(view: InputView, report: dict) -> InputView:
     """An input with no code to show (a checkpoint, a pickle, a .pt2, an unreadable file):
-    what ``check`` says about it."""
-    view.kind = report.kind
-    view.readable = report.readable
-    if not report.readable:
-        view.error = "; ".join(f"{f.code} {f.message}" for f in report.findings) or "unreadable"
+    what ``check`` says about it (its input report, as plain data)."""
+    view.kind = report["kind"]
+    view.readable = report["readable"]
+    if not view.readable:
+        view.error = "; ".join(f"{f['code']} {f['message']}" for f in report["findings"]) or "unreadable"
         return view
     labels = {"checkpoint": "torch.save checkpoint", "pickle": "plain pickle", "pt2": "torch.export archive (.pt2)",
               "lfs_pointer": "Git LFS pointer (the model itself is not here)", "other": "not a model file"}
-    view.summary = [("format", labels.get(report.kind, report.kind)), ("code", "none to show")]
-    view.findings = [_finding_view(f, f"{view.id}F{n}", view.path, {}) for n, f in enumerate(report.findings)]
+    view.summary = [("format", labels.get(view.kind, view.kind)), ("code", "none to show")]
+    view.findings = [_finding_view(f, f"{view.id}F{n}", view.path, {}) for n, f in enumerate(report["findings"])]
     view.severities = {s: sum(1 for f in view.findings if f.severity == s) for s in SEVERITIES}
-    view.export = _export_rows(getattr(report, "export", None))
+    view.export = _export_rows(report.get("export"))
     return view
 
 
-def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: Optional[str] = None) -> InputView:
+def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Optional[str] = None) -> InputView:
     """Everything shown about one input; never raises for bad input.  Inputs are told
     apart as ``check`` tells them (by their bytes): TorchScript archives and code text
-    are shown in full, other model files by what ``check`` finds in them."""
-    from ..api import InputError, decode_text, parse_text
-    from ..archive import is_archive_path, read_archive
-    from ..check import _kind, archive_report, check_input
+    are shown in full, other model files by what ``check`` finds in them.  ``policy``: a
+    :class:`~codeparse.models.Policy` or :class:`~codeparse.checkdata.Limits`."""
+    from ..api import InputError
+    from ..archive import is_archive_path
+    from ..check import _kind, input_data
+    from ..checkdata import limits_of
 
+    policy = limits_of(policy)
     view = InputView(id=input_id, path=path, kind="archive", readable=True)
     if problem is not None:
-        return _findings_only(view, check_input(path, policy, problem))
-    kind = _kind(path, None, policy)
-    if kind is not None and kind.kind not in ("torchscript", "other"):
-        return _findings_only(view, check_input(path, policy))
-    archive = None
-    if (kind is not None and kind.kind == "torchscript") or is_archive_path(path):
-        extras: dict = {}
-        try:
-            archive = read_archive(path, policy, extras=extras)
-        except InputError:
-            return _findings_only(view, check_input(path, policy))
-        report = archive_report(path, archive, extras, policy)
-        files = archive.files
-        texts, line_text, view.sizes = _read_sources(path, policy, archive, extras)
-        origins = archive.source_map
-        grammars = sorted({cf.grammar for cf in files}) or ["-"]
+        return _findings_only(view, input_data(path, policy, problem))
+    kind = _kind(path, None, policy, keep=True)
+    zipped = kind.opened if kind is not None else None
+    try:
+        if kind is not None and kind.kind not in ("torchscript", "other"):
+            return _findings_only(view, input_data(path, policy))
+        read = None
+        if (kind is not None and kind.kind == "torchscript") or is_archive_path(path):
+            try:
+                read = _read_archive(path, policy, zipped)
+            except InputError:
+                return _findings_only(view, input_data(path, policy))
+    finally:
+        if zipped is not None:  # read and closed by now, unless something failed on the way
+            zipped[1].close()
+            zipped[0].close()
+    if read is not None:
+        report, files, analysis = read.report, read.files, read.analysis
+        texts, line_text, origins, view.sizes = read.texts, read.line_text, read.origins, read.sizes
+        grammars = sorted({cf["grammar"] for cf in files}) or ["-"]
         view.summary = [
-            ("format", f"TorchScript archive ({archive.layout})"),
+            ("format", f"TorchScript archive ({read.layout})"),
             ("grammar", ", ".join(grammars)),
-            ("version record", "none" if archive.version is None else str(archive.version)),
-            ("torch era", _era(archive.version) or "unknown"),
-            ("root module", archive.root_class or "not found"),
-            ("zip entries", str(archive.entries)),
+            ("version record", "none" if read.version is None else str(read.version)),
+            ("torch era", _era(read.version) or "unknown"),
+            ("root module", analysis.root_class or "not found"),
+            ("zip entries", str(read.entries)),
             ("code files", str(len(files))),
-            ("classes", str(len(archive.classes))),
-            ("functions reachable from forward", f"{len(archive.reachable)} of {len(archive.functions)}"),
+            ("classes", str(len(analysis.prog.classes))),
+            ("functions reachable from forward", f"{len(analysis.reachable)} of {len(analysis.prog.functions)}"),
         ]
     else:
-        report = check_input(path, policy)
-        if not report.readable:
-            return _findings_only(view, report)
+        code = _read_code(path, policy)
+        if code is None:
+            return _findings_only(view, input_data(path, policy))
+        report, cf, text = code
         view.kind = "code"
-        text = decode_text(open(path, "rb").read())
-        cf = parse_text(text, path)
         files, texts, origins, line_text = [cf], {path: text}, {}, None
-        view.summary = [("input", "code text"), ("grammar", cf.grammar)]
-    view.export = _export_rows(getattr(report, "export", None))
-    file_ids = {cf.path: f"{input_id}f{n}" for n, cf in enumerate(files)}
-    fn_live, line_live = _reachability(files, archive)
+        view.summary = [("input", "code text"), ("grammar", cf["grammar"])]
+    view.export = _export_rows(report["export"])
+    file_ids = {cf["path"]: f"{input_id}f{n}" for n, cf in enumerate(files)}
+    fn_live, line_live = _reachability(files, read.analysis.reachable if read is not None else None)
     view.findings = []
-    shown = list(report.findings)
-    if archive is not None:
-        shown = _with_unreached(shown, archive, policy)
-    listed = {id(f) for f in report.findings}
+    listed = report["findings"]
+    shown = _with_unreached(listed, read, policy) if read is not None else listed
+    checked = {id(f) for f in listed}
     for n, f in enumerate(shown):
         fv = _finding_view(f, f"{input_id}F{n}", path, file_ids)
-        fv.checked = id(f) in listed
+        fv.checked = id(f) in checked
         if fv.line is not None:
-            fv.reachable = line_live(f.path, fv.line)
+            fv.reachable = line_live(f["path"], fv.line)
         view.findings.append(fv)
     # Counted as check counts them: what forward reaches (the unreached rows are extra).
-    view.severities = {s: sum(1 for f in report.findings if f.severity == s) for s in SEVERITIES}
+    view.severities = {s: sum(1 for f in listed if f["severity"] == s) for s in SEVERITIES}
     view.files = _file_views(input_id, files, texts, path, view.findings, origins, line_text, fn_live, highlight)
     counts: dict[str, list[int]] = {k: [0, 0] for k in KINDS}
     for fv in view.files:
@@ -573,9 +635,22 @@ def collect_input(input_id: str, path: str, policy: Policy, highlight, problem: 
     view.loop_kinds = [(k, KINDS[k][0] if k in KINDS else "unclassified", a, r)
                        for k, (a, r) in sorted(loop_counts.items(), key=lambda kv: list(KINDS).index(kv[0])
                                                if kv[0] in KINDS else len(KINDS))]
-    if archive is not None:
-        view.tree, view.calls = _tree(archive, file_ids)
+    if read is not None:
+        view.tree, view.calls = _tree(files, read.analysis, file_ids)
     return view
+
+
+def _read_code(path: str, policy: Any) -> Optional[tuple[dict, dict, str]]:
+    """A code text file: ``check``'s input report, the parsed file (plain data) and its
+    text, from one parse; None when it cannot be read (``check`` then says why)."""
+    from ..api import decode_text, parse_text
+    from ..check import input_data
+
+    report = input_data(path, policy)
+    if not report["readable"]:
+        return None
+    text = decode_text(open(path, "rb").read())
+    return report, parse_text(text, path, as_dict=True), text
 
 
 # ----------------------------------------------------------------------------- pairs
@@ -698,7 +773,7 @@ def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
     return view
 
 
-def _find_function(cf: CodeFile, qualified: str) -> Optional[Function]:
+def _find_function(cf: Any, qualified: str) -> Optional[Any]:
     for fn in _functions(cf):
         if fn.qualified_name == qualified:
             return fn
