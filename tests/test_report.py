@@ -108,7 +108,7 @@ def test_each_input_shows_the_findings_check_gives():
     import codeparse
     from codeparse.models import Policy
     from codeparse.report.data import collect_input, input_paths
-    from codeparse.report.highlight import highlight_lines
+    from codeparse.report.highlight import highlight_html
 
     paths = [str(ROOT / "fixtures" / "files"), str(ARCHIVE), str(SCRIPT)]
     policy = Policy()
@@ -117,7 +117,7 @@ def test_each_input_shows_the_findings_check_gives():
     assert [p for p, _ in inputs] == [r.path for r in expected]
     kinds = set()
     for n, ((path, problem), want) in enumerate(zip(inputs, expected)):
-        view = collect_input(f"a{n}", path, policy, highlight_lines, problem)
+        view = collect_input(f"a{n}", path, policy, highlight_html, problem)
         assert (view.kind, view.readable) == (want.kind, want.readable), path
         assert [(f.code, f.message, f.line) for f in view.findings if f.checked] == [
             (f.code, f.message, f.span.line if f.span else None) for f in want.findings], path
@@ -146,10 +146,10 @@ def test_unreached_ifs_are_listed_apart_from_what_check_reports():
     marked, so that "reachable only" has something to hide (ExportedMethods.describe)."""
     from codeparse.models import Policy
     from codeparse.report.data import collect_input
-    from codeparse.report.highlight import highlight_lines
+    from codeparse.report.highlight import highlight_html
 
     view = collect_input("a0", str(ROOT / "fixtures" / "archives" / "exported_method.script.pt"), Policy(),
-                         highlight_lines)
+                         highlight_html)
     unreached = [f for f in view.findings if not f.reachable]
     assert [(f.code, f.line, f.checked) for f in unreached] == [("CP205", 13, False)]
     assert all(f.checked and f.reachable for f in view.findings if f not in unreached)

@@ -4,7 +4,9 @@ script/trace pairs.
 :func:`build_report` gathers the data (:mod:`codeparse.report.data`), highlights the
 code text (:mod:`codeparse.report.highlight`, Pygments) and renders the Jinja2
 templates in ``codeparse/report/templates`` with autoescape on: every string that comes
-from an input reaches the page through autoescape, and nowhere else.  CSS and JS are
+from an input reaches the page through autoescape, and nowhere else, but for the code
+lines, which :func:`~codeparse.report.highlight.highlight_html` escapes with
+autoescape's own function (``markupsafe.escape``).  CSS and JS are
 inlined; a Content-Security-Policy forbids every network request, so the file opens
 from disk and asks nothing of the network.
 
@@ -58,12 +60,12 @@ def build_report(paths: Sequence[str | os.PathLike] = (), script: Optional[str] 
 
     from .. import __version__
     from ..check import load_policy
-    from .highlight import highlight_lines, style_css
+    from .highlight import highlight_html, style_css
 
     policy = policy if policy is not None else load_policy(plain=True)
-    inputs = [collect_input(f"a{n}", path, policy, highlight_lines, problem)
+    inputs = [collect_input(f"a{n}", path, policy, highlight_html, problem)
               for n, (path, problem) in enumerate(input_paths(paths))] if paths else []
-    pair = collect_pair("p0", os.fspath(script), os.fspath(trace), highlight_lines) if script and trace else None
+    pair = collect_pair("p0", os.fspath(script), os.fspath(trace), highlight_html) if script and trace else None
     shown = [os.fspath(p) for p in paths] + ([f"{script} vs {trace}"] if pair else [])
     codes = sorted({f.code for i in inputs for f in i.findings})
     html = _environment().get_template("report.html.j2").render(

@@ -4,14 +4,19 @@ One :class:`InputView` per input (an archive or a ``.code`` file): its summary, 
 tree, call tree from ``forward``, one :class:`FileView` per code file (text split in
 lines, every ``if`` and loop a :class:`Mark`) and its findings.  A script/trace pair
 gives a :class:`PairView`.  Nothing here escapes or formats HTML: the templates get the
-true strings, and Jinja2's autoescape is the one place they become HTML.
+true strings, and Jinja2's autoescape is the one place they become HTML; only each code
+line comes as HTML, from the ``highlight`` function given
+(:func:`codeparse.report.highlight.highlight_html`).
 
-The data comes from the same functions ``check`` and ``diff`` use: the archive reader
-(:func:`codeparse.archive.read_archive`, which resolves classes, the module tree, what
-``forward`` reaches and each line's original source line), the checker's policy and
-finding filter, and :func:`codeparse.tracediff.diff`.  The reader also hands over the
-code text the spans index into and each entry's debug info, from which the original
-line's text is taken (``.debug_pkl`` stores the source of every function it maps).
+The data comes from the same functions ``check`` and ``diff`` use, as the plain data
+``check`` carries (no pydantic model, but for ``--target export``, whose rules read an
+:class:`~codeparse.models.Archive`): the archive reader
+(:func:`codeparse.archive.reading_archive`, each entry parsed once), the resolved
+program (:func:`codeparse.resolve.analyse`: classes, the module tree, what ``forward``
+reaches), each line's original source line, the checker's policy and finding filter,
+and :func:`codeparse.tracediff.diff`.  The reader also hands over the code text the
+spans index into and each entry's debug info, from which the original line's text is
+taken (``.debug_pkl`` stores the source of every function it maps).
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ class Mark:
 @dataclass
 class LineView:
     number: int
-    tokens: list[tuple[str, str]]
+    html: Any  # the line's highlighted text, escaped (highlight.highlight_html: markupsafe.Markup)
     mark: Optional[Mark] = None
     findings: list[FindingView] = field(default_factory=list)
     css: str = ""  # extra classes: `lost`, `unrolled`, `evidence`
@@ -325,7 +330,7 @@ def _file_views(input_id: str, files: list[dict], texts: dict[str, str], input_p
         path = cf["path"]
         text = texts.get(path, "")
         name = path[len(input_path) + 1:] if path.startswith(input_path + "!") else path
-        lines = [LineView(number=i + 1, tokens=toks) for i, toks in enumerate(highlight(text))]
+        lines = [LineView(number=i + 1, html=html) for i, html in enumerate(highlight(text))]
         view = FileView(id=fid, path=path, name=name, grammar=cf["grammar"], lines=lines, size=len(text))
         file_origins = origins.get(path) or {}
 
@@ -702,7 +707,7 @@ def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
     def function_view(fid: str, unit, fn, side: str) -> FileView:
         lines_all = highlight(unit.text)
         first, last = fn.span.line, fn.span.end_line
-        lines = [LineView(number=i, tokens=lines_all[i - 1]) for i in range(first, min(last, len(lines_all)) + 1)]
+        lines = [LineView(number=i, html=lines_all[i - 1]) for i in range(first, min(last, len(lines_all)) + 1)]
         view_ = FileView(id=fid, path=unit.code_file.path, name=unit.code_file.path, grammar=unit.code_file.grammar,
                          lines=lines)
         by_number = {lv.number: lv for lv in lines}
