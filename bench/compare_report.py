@@ -8,10 +8,10 @@ One process per checkout (run with ``-P`` and that checkout alone on ``PYTHONPAT
 this checkout's folder, so that input paths are the same) writes the page of every case
 with :func:`codeparse.report.build_report`, and the two pages of each case (and their
 exit codes) are compared byte for byte.  The cases: each fixture archive under both
-targets, each legacy fixture, the folders of fixture model files and of code texts, each
-script/trace pair of ``fixtures/text`` and the archive pairs, and the benchmark's
-Transformer (``bench/make_corpus.py``) when it is there.  Prints the cases that differ and
-exits 1 if any do.
+targets, each legacy fixture, the folders of fixture model files and of code texts, code
+texts at the edges of decoding, each script/trace pair of ``fixtures/text`` and the
+archive pairs, and the benchmark's Transformer (``bench/make_corpus.py``) when it is
+there.  Prints the cases that differ and exits 1 if any do.
 """
 
 from __future__ import annotations
@@ -44,7 +44,19 @@ for n, (paths, options) in enumerate(cases):
 """
 
 
-def cases(quick: bool) -> list[tuple[list[str], dict]]:
+def odd_texts(folder: Path) -> list[str]:
+    """Code texts at the edges of reading: undecodable bytes, a byte-order mark, CRLF line
+    ends, a NUL byte, nothing; each made from a fixture text."""
+    text = (ROOT / "fixtures" / "text" / "custom_model" / "script.code").read_bytes()
+    made = {"latin1.code": text.replace(b"forward", b"forw\xe4rd", 1), "bom.code": b"\xef\xbb\xbf" + text,
+            "crlf.code": text.replace(b"\n", b"\r\n"), "nul.code": text + b"\0", "empty.code": b""}
+    folder.mkdir()
+    for name, data in made.items():
+        (folder / name).write_bytes(data)
+    return [str(folder / name) for name in made]
+
+
+def cases(quick: bool, folder: Path) -> list[tuple[list[str], dict]]:
     """(inputs, build_report options) of every page compared."""
     archives = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "fixtures" / "archives").iterdir() if p.is_file())
     if quick:
@@ -55,6 +67,8 @@ def cases(quick: bool) -> list[tuple[list[str], dict]]:
     if not quick:
         out += [([str(p)], {}) for p in sorted(LEGACY.iterdir()) if p.is_file() and p.suffix != ".md"]
         out.append((["fixtures/files"], {}))
+        out.append((["fixtures/text", "tests/data/package_linear.pt"], {}))
+        out += [([p], {}) for p in odd_texts(folder)]
         out.append((["fixtures/text/custom_model", "fixtures/files/plain.pkl"], {"target": "export"}))
         for case in sorted((ROOT / "fixtures" / "text").iterdir()):
             if (case / "script.code").exists() and (case / "trace.code").exists():
@@ -83,9 +97,9 @@ def main() -> int:
     parser.add_argument("base", type=Path, help="the checkout to compare against")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    todo = cases(args.quick)
     with tempfile.TemporaryDirectory(prefix="codeparse-compare-report-") as tmp_name:
         tmp = Path(tmp_name)
+        todo = cases(args.quick, tmp / "texts")
         listed = tmp / "cases.json"
         listed.write_text(json.dumps(todo))
         pages(args.base.resolve(), listed, tmp / "base")

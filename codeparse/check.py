@@ -430,7 +430,6 @@ def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cac
 def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> dict:
     """One code text (a ``.code`` file, standard input)."""
     from .api import InputError, parse_bytes, parse_file
-    from .resolve import condition_finding
 
     try:
         if data is not None and len(data) > policy.max_entry_bytes:
@@ -445,6 +444,13 @@ def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> dict:
                                  limit=policy.max_entry_bytes)
         found = plain_finding(finding) if finding else _whole(exc.code, path, reason=exc.message)
         return input_report(path, "code", False, findings=_filter([found], policy, force=True))
+    return code_report(path, policy, code_file)
+
+
+def code_report(path: str, policy: Limits, code_file: dict) -> dict:
+    """The input report of one code text parsed (plain data; also used by ``codeparse report``)."""
+    from .resolve import condition_finding
+
     findings = [plain_finding(d) for d in code_file["diagnostics"]]
     functions = [m for c in code_file["classes"] for m in c["methods"]] + list(code_file["functions"])
     ifs = []

@@ -648,14 +648,16 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
 def _read_code(path: str, policy: Any) -> Optional[tuple[dict, dict, str]]:
     """A code text file: ``check``'s input report, the parsed file (plain data) and its
     text, from one parse; None when it cannot be read (``check`` then says why)."""
-    from ..api import decode_text, parse_text
-    from ..check import input_data
+    from ..api import InputError, decode_text, parse_file
+    from ..check import code_report
 
-    report = input_data(path, policy)
-    if not report["readable"]:
+    try:
+        code_file = parse_file(path, max_bytes=policy.max_entry_bytes, as_dict=True)
+        with open(path, "rb") as handle:
+            text = decode_text(handle.read())
+    except (InputError, OSError):
         return None
-    text = decode_text(open(path, "rb").read())
-    return report, parse_text(text, path, as_dict=True), text
+    return code_report(path, policy, code_file), code_file, text
 
 
 # ----------------------------------------------------------------------------- pairs
