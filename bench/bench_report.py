@@ -1,7 +1,8 @@
-"""Benchmark of `codeparse report` (issue 14), run on demand:
+"""Benchmark of `codeparse report`, run on demand:
 
-    python bench/bench_report.py            # writes bench/results-report.md
-    python bench/bench_report.py --no-write # only prints
+    python bench/bench_report.py                   # writes bench/results-report.md
+    python bench/bench_report.py --before REV      # also the same figures for git revision REV
+    python bench/bench_report.py --no-write        # only prints
 
 In one run, on one machine (figures are ratios within the run; the tests assert
 behaviour only):
@@ -11,7 +12,10 @@ behaviour only):
   committed, which bench/bench_check.py reads too): `python -m codeparse report ARCHIVE -o out.html` against
   `python -m codeparse check ARCHIVE --format jsonl`, run alternately (median of --runs
   runs each), and in process (imports excluded, best of --rounds): `build_report` against
-  `codeparse.check`, in a fresh process that never imports torch.  Target: report costs at most 1.5x check.
+  `codeparse.check`, in a fresh process that never imports torch.  CPU time (the
+  process's and its workers'), not wall time: the machine is often shared.  With
+  ``--before REV``, that revision's package (``git archive``) is measured in the same
+  alternation.  Target: report costs at most 1.5x check.
 * **time to ready** in headless Chromium (Debian's `/usr/bin/chromium`, through
   Playwright) on a torch-generated archive with at least 200 module classes, each in its
   own code file: the page's own `performance.now()` when it sets
@@ -29,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from _timing import _export, cpu_time  # noqa: E402 - bench/ is on sys.path when run as a script
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -87,14 +91,17 @@ def make_many_classes(folder: Path) -> Path:
     return path
 
 
-def alternate(commands: list[list[str]], runs: int) -> list[float]:
-    """Median wall time of each command, run alternately (load spikes hit both)."""
+def alternate(commands: list[tuple[list[str], Path]], runs: int) -> list[float]:
+    """Median CPU time of each command (its process and the processes it waits for), run
+    with the package at its path first on ``PYTHONPATH``, alternately (load spikes hit all)."""
     times: list[list[float]] = [[] for _ in commands]
-    for _ in range(runs):
-        for k, cmd in enumerate(commands):
-            start = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-            times[k].append(time.perf_counter() - start)
+    for run in range(runs + 1):  # the first round warms the file cache and each package's template cache
+        for k, (cmd, root) in enumerate(commands):
+            start = cpu_time()
+            subprocess.run([sys.executable, "-P", *cmd], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(root)})
+            if run:
+                times[k].append(cpu_time() - start)
     return [statistics.median(t) for t in times]
 
 
@@ -102,7 +109,7 @@ IN_PROCESS = """
 import sys
 sys.path.insert(0, sys.argv[3])
 import codeparse
-from _timing import best_of
+from _timing import cpu_best
 from codeparse.models import Policy
 from codeparse.report import build_report
 path, rounds, policy = sys.argv[1], int(sys.argv[2]), Policy()
@@ -110,17 +117,19 @@ codeparse.check([path], policy)
 build_report([path], policy=policy)
 check = report = float("inf")
 for _ in range(rounds):  # alternated, so that a load spike hits both
-    check = min(check, best_of(1, lambda: codeparse.check([path], policy)))
-    report = min(report, best_of(1, lambda: build_report([path], policy=policy)))
+    check = min(check, cpu_best(1, lambda: codeparse.check([path], policy)))
+    report = min(report, cpu_best(1, lambda: build_report([path], policy=policy)))
 print(check, report)
 """
 
 
-def in_process(path: Path, rounds: int) -> tuple[float, float]:
-    """Best in-process times of check and build_report, in a fresh process without torch
-    (a process holding torch's objects makes every garbage collection slower)."""
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS, str(path), str(rounds), str(ROOT / "bench")],
-                          check=True, capture_output=True, text=True, cwd=ROOT)
+def in_process(path: Path, rounds: int, root: Path = ROOT) -> tuple[float, float]:
+    """Smallest in-process CPU times of check (its worker included) and build_report, in a
+    fresh process without torch (a process holding torch's objects makes every garbage
+    collection slower), with the package at ``root``."""
+    done = subprocess.run([sys.executable, "-P", "-c", IN_PROCESS, str(path), str(rounds), str(ROOT / "bench")],
+                          check=True, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(root)})
     check, report = (float(v) for v in done.stdout.split())
     return check, report
 
@@ -144,9 +153,10 @@ def ready_times(pages: list[Path], runs: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="codeparse report benchmark (issue 14)")
+    parser = argparse.ArgumentParser(description="codeparse report benchmark")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--before", default=None, metavar="REV", help="also measure this git revision")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
 
@@ -164,11 +174,24 @@ def main(argv: list[str] | None = None) -> int:
         many = make_many_classes(folder)
         mb = large.stat().st_size / 1e6
         out = folder / "large.html"
-        py = sys.executable
+        roots = [ROOT]
+        if args.before:
+            rev = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            roots.append(folder / "before")
+            _export(args.before, roots[1])
+        for root in roots:  # the interpreter's start reads bytecode, as an installed package does
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "codeparse")], check=True,
+                           stdout=subprocess.DEVNULL)
         write_report(out, [str(large)])  # warm the template cache, as any second run finds it
-        check_s, report_s = alternate([[py, "-m", "codeparse", "check", str(large), "--format", "jsonl"],
-                                       [py, "-m", "codeparse", "report", str(large), "-o", str(out)]], args.runs)
+        commands = []
+        for root in roots:
+            commands += [(["-m", "codeparse", "check", str(large), "--format", "jsonl"], root),
+                         (["-m", "codeparse", "report", str(large), "-o", str(out)], root)]
+        times = alternate(commands, args.runs)
+        check_s, report_s = times[:2]
         check_in, report_in = in_process(large, args.rounds)
+        before_in = in_process(large, args.rounds, roots[1]) if args.before else None
         page = folder / "many.html"
         write_report(page, [str(many)])
         archive = codeparse.open_archive(str(many))
@@ -181,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         lines = [
             f"`python bench/bench_report.py` on {when}; CPython {platform.python_version()}, torch {torch.__version__}, "
-            f"{cpus} cores, {platform.machine()}, load average {load:.1f} at the end; "
-            f"process figures are medians of {args.runs} alternated runs, in-process figures the best of "
-            f"{args.rounds} rounds, ready times medians of {args.runs} loads.",
+            f"{cpus} cores, {platform.machine()}, load average {load:.1f} at the end; CPU time (each process's "
+            f"and its workers'): process figures are medians of {args.runs} alternated runs, in-process figures "
+            f"the best of {args.rounds} rounds; ready times are medians of {args.runs} loads.",
             "",
             "| measure | value |",
             "|---|---|",
@@ -194,6 +217,15 @@ def main(argv: list[str] | None = None) -> int:
             f"| `codeparse.check` (in process) | {check_in * 1000:.0f} ms |",
             f"| `build_report` (in process) | {report_in * 1000:.0f} ms |",
             f"| **report / check, in process** | **{report_in / check_in:.2f}×** |",
+        ]
+        if before_in is not None:
+            lines += [
+                f"| before (`{rev}`): check / report, process | {times[2] * 1000:.0f} ms / {times[3] * 1000:.0f} ms: "
+                f"**{times[3] / times[2]:.2f}×** |",
+                f"| before (`{rev}`): check / report, in process | {before_in[0] * 1000:.0f} ms / "
+                f"{before_in[1] * 1000:.0f} ms: **{before_in[1] / before_in[0]:.2f}×** |",
+            ]
+        lines += [
             f"| many-class archive | {len(archive.classes)} classes, {len(archive.files)} code files, "
             f"{page.stat().st_size / 1e6:.2f} MB of HTML |",
             f"| time to `dataset.ready`, report of it | {many_ms:.0f} ms |",
