@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 import regex
 
+from .patterns import compile_re, compile_regex, known_not_re
 from .locations import _grammar_dir, grammar_dir  # noqa: F401 - re-exported: where the grammar files are
 
 __all__ = [
@@ -98,7 +99,9 @@ class _Lazy:
         compiled = self._compiled
         if compiled is None:
             try:
-                compiled = re.compile(self.source)
+                if known_not_re(self.source):
+                    raise re.error("needs `regex`")
+                compiled = compile_re(self.source)
             except (re.error, RecursionError, OverflowError):
                 compiled = self.get_regex()
             self._check(compiled)
@@ -109,7 +112,7 @@ class _Lazy:
         compiled = self._regex
         if compiled is None:
             try:
-                compiled = regex.compile(self.source, _FLAGS)
+                compiled = compile_regex(self.source, _FLAGS)
             except regex.error as exc:
                 raise GrammarError(f"{self.path}: {self.where}: uncompilable pattern: {exc}") from None
             self._check(compiled)
@@ -288,7 +291,7 @@ class _Alternation:
         source = "|".join(f"(?P<_{i}>{rule.master_source(prefix)})"
                           for i, (rule, prefix) in enumerate(zip(self.rules, prefixes)))
         try:
-            compiled = re.compile(source)
+            compiled = compile_re(source)
         except re.error as exc:
             bad = next((r.name for r, prefix in zip(self.rules, prefixes) if not _compiles(r.master_source(prefix))), "?")
             raise GrammarError(
@@ -314,7 +317,7 @@ class _Alternation:
 
 def _compiles(source: str) -> bool:
     try:
-        re.compile(source)
+        compile_re(source)
     except re.error:
         return False
     return True

@@ -204,15 +204,17 @@ def nesting(grammar: Grammar, depth: int = _NEST_DEPTH):
 def _nesting(chars: str, depth: int):
     import re
 
+    from .patterns import compile_re
+
     if not chars:
-        return re.compile("(?s:.)*+").match
+        return compile_re("(?s:.)*+").match
     pairs = [(re.escape(chars[i]), re.escape(chars[i + 1])) for i in range(0, len(chars), 2)]
     other = "[^" + re.escape(chars) + "]"
     inner = other + "*+"  # inside the innermost group: no bracket
     for _ in range(depth - 1):
         inner = "(?:" + other + "++|" + "|".join(o + inner + c for o, c in pairs) + ")*+"
     group = "|".join(o + inner + c for o, c in pairs)
-    return re.compile("(?:" + other + "++|" + group + ")*+").match
+    return compile_re("(?:" + other + "++|" + group + ")*+").match
 
 
 def bracket_finder(grammar: Grammar, method: str = "finditer"):

@@ -239,3 +239,56 @@ def test_groups_renamed_in_the_master_read_like_the_rules_own(tmp_path):
         got[1].group("targets")
     # The rule that kept its names is the only one whose names the master's match knows.
     assert {n for n in got[0].match.re.groupindex if not n.startswith("_")} == set(got[0].rule.group_names())
+
+
+def test_stored_patterns_cover_the_grammars():
+    """`grammars/patterns.json.gz` holds every pattern the grammars compile, and what this
+    interpreter's engines make of each when it wrote them (`python scripts/compile_patterns.py`)."""
+    import gzip
+    import json
+
+    from codeparse import patterns
+
+    stored = json.loads(gzip.decompress((grammar_dir() / patterns.STORE_FILE).read_bytes()))
+    built = json.loads(json.dumps(patterns.build()))
+    hint = "the stored patterns lag behind the grammars: run `python scripts/compile_patterns.py`"
+    assert set(stored["re"]) | set(stored["not_re"]) == set(built["re"]) | set(built["not_re"]), hint
+    assert set(stored["regex"]) == set(built["regex"]), hint
+    if stored["engines"]["re"] == built["engines"]["re"]:
+        assert stored["re"] == built["re"], hint
+    if stored["engines"]["regex"] == built["engines"]["regex"]:
+        # `regex` orders a set of characters by their hashes (PYTHONHASHSEED): the same code
+        # in another order; compared as a multiset of bytes.
+        assert {s: _regex_shape(e) for s, e in stored["regex"].items()} == {
+            s: _regex_shape(e) for s, e in built["regex"].items()}, hint
+
+
+def _regex_shape(entry: list) -> list:
+    import base64
+
+    return [*entry[:2], sorted(base64.b64decode(entry[2])), *entry[3:]]
+
+
+def test_patterns_from_the_store_equal_compiled_ones():
+    import regex
+
+    from codeparse import patterns
+    from codeparse.grammar import _FLAGS
+
+    store = patterns._store()
+    assert store["re"] and patterns._regex_usable(), "no stored pattern serves this interpreter"
+    for source in store["re"]:
+        assert patterns.compile_re(source) == re.compile(source)  # `re` compares the compiled code
+    for source in store["regex"]:
+        loaded, compiled = patterns.compile_regex(source, _FLAGS)._pickled_data, regex.compile(source, _FLAGS)._pickled_data
+        assert [*loaded[:2], sorted(loaded[2]), *loaded[3:]] == [*compiled[:2], sorted(compiled[2]), *compiled[3:]]
+
+
+def test_a_bad_stored_entry_is_compiled_instead(monkeypatch):
+    from codeparse import patterns
+
+    source = "(?P<word>[a-z]++)"
+    bad = {"re": {source: [32, 0, {"word": 1}, [None, "word"], "AAAA"]}, "regex": {}, "regex_tag": None,
+           "not_re": set()}
+    monkeypatch.setattr(patterns, "_store", lambda: bad)
+    assert patterns.compile_re(source) == re.compile(source)

@@ -1,0 +1,191 @@
+"""Compiled grammar patterns, stored with the grammars so that a process does not compile them.
+
+Compiling a grammar's patterns is most of what a fresh process spends before it reads a
+line: the ``def`` rule alone takes some 6 ms of ``regex``'s compiler, and a saved archive
+needs about fifty patterns.  What a compiler makes of a pattern is data (``re``: a list of
+code words; ``regex``: the code ``regex`` pickles a pattern as), so, as ``compileall``
+stores bytecode, ``grammars/patterns.json.gz`` stores the compiled form of every pattern
+the shipped grammars compile.  :func:`compile_re` and :func:`compile_regex` build a
+pattern from it in microseconds, and compile as usual when it has no entry.
+
+The file is JSON (never pickle), keyed by each pattern's full source, and it serves only
+the engines that wrote it: the ``re`` part names the Python version and ``_sre``'s code
+magic and word size, the ``regex`` part ``regex``'s version and magic; any other engine
+ignores that part and compiles.  Both engines validate code before they run it.  A pattern
+built from the store equals the one the compiler makes (``re`` compares patterns by their
+code; ``tests/test_grammar.py`` checks every entry).  The grammars' sources change only with
+the grammar files: ``python scripts/compile_patterns.py`` writes the file again, and a test
+fails while it lags behind them.
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import functools
+import gzip
+import json
+import re
+import sys
+from typing import Any, Optional
+
+__all__ = ["STORE_FILE", "compile_re", "compile_regex", "build", "engine_tags", "known_not_re", "recording"]
+
+STORE_FILE = "patterns.json.gz"
+FORMAT = 1
+_recorded: Optional[dict[str, set]] = None  # sources compiled while `recording` (the writer)
+
+
+def engine_tags(with_regex: bool = True) -> dict[str, str]:
+    """What a stored entry is valid for: this interpreter's ``re`` engine and ``regex``'s."""
+    import _sre
+
+    tags = {"re": f"{sys.version_info[0]}.{sys.version_info[1]}/{_sre.MAGIC}/{_sre.CODESIZE}"}
+    if with_regex:
+        import regex
+        from regex import _regex
+
+        tags["regex"] = f"{regex.__version__}/{getattr(_regex, 'MAGIC', '')}"
+    return tags
+
+
+@functools.cache
+def _store() -> dict[str, Any]:
+    """The stored entries usable here: ``{"re": {source: entry}, "regex": {...}}`` (read once)."""
+    from .locations import grammar_dir
+
+    try:
+        with gzip.open(grammar_dir() / STORE_FILE, "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError, EOFError):
+        return {"re": {}, "regex": {}, "regex_tag": None}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {"re": {}, "regex": {}, "regex_tag": None}
+    tags = data.get("engines", {})
+    usable_re = tags.get("re") == engine_tags(with_regex=False)["re"]
+    return {"re": data.get("re", {}) if usable_re else {}, "regex": data.get("regex", {}),
+            "regex_tag": tags.get("regex"), "not_re": set(data.get("not_re", ()))}
+
+
+@functools.cache
+def _regex_usable() -> bool:
+    """Whether the stored ``regex`` entries were written by this ``regex`` (imports it)."""
+    return _store()["regex_tag"] == engine_tags()["regex"]
+
+
+def known_not_re(source: str) -> bool:
+    """Whether ``source`` is stored as a pattern that ``re`` cannot compile (it needs ``regex``)."""
+    return source in _store().get("not_re", ())
+
+
+def compile_re(source: str) -> re.Pattern:
+    """``re.compile(source)``, from the store when it holds the pattern."""
+    if _recorded is not None:
+        _recorded["re"].add(source)
+    entry = _store()["re"].get(source)
+    if entry is not None:
+        try:
+            import _sre
+
+            flags, groups, groupindex, indexgroup, code = entry
+            return _sre.compile(source, flags, array.array("I", base64.b64decode(code)).tolist(), groups,
+                                groupindex, tuple(indexgroup))
+        except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
+            pass
+    return re.compile(source)
+
+
+def compile_regex(source: str, flags: int) -> Any:
+    """``regex.compile(source, flags)``, from the store when it holds the pattern."""
+    import regex
+
+    if _recorded is not None:
+        _recorded["regex"].add(source)
+    entry = _store()["regex"].get(source)
+    if entry is not None and entry[0] == flags and _regex_usable():
+        try:
+            from regex import _regex
+
+            (_asked, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,
+             req_flags, group_count) = entry
+            return _regex.compile(source, stored_flags, base64.b64decode(code), group_index,
+                                  {int(k): v for k, v in index_group}, named_lists, named_list_indexes,
+                                  req_offset, tuple(req_chars), req_flags, group_count)
+        except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
+            pass
+    return regex.compile(source, flags)
+
+
+class recording:
+    """``with recording() as sources:`` collects every source compiled inside (the writer)."""
+
+    def __enter__(self) -> dict[str, set]:
+        global _recorded
+        _recorded = {"re": set(), "regex": set()}
+        return _recorded
+
+    def __exit__(self, *exc: Any) -> None:
+        global _recorded
+        _recorded = None
+
+
+def _re_entry(source: str) -> Optional[list]:
+    from re import _compiler, _parser
+
+    try:
+        parsed = _parser.parse(source, 0)
+        code = _compiler._code(parsed, 0)
+    except re.error:
+        return None
+    indexgroup: list = [None] * parsed.state.groups
+    for name, index in parsed.state.groupdict.items():
+        indexgroup[index] = name
+    return [parsed.state.flags, parsed.state.groups - 1, dict(parsed.state.groupdict), indexgroup,
+            base64.b64encode(array.array("I", code).tobytes()).decode("ascii")]
+
+
+def _regex_entry(source: str, flags: int) -> list:
+    import regex
+
+    data = regex.compile(source, flags)._pickled_data
+    (_source, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,
+     req_flags, group_count) = data
+    return [flags, stored_flags, base64.b64encode(code).decode("ascii"), group_index, sorted(index_group.items()),
+            named_lists, named_list_indexes, req_offset, list(req_chars), req_flags, group_count]
+
+
+def sources() -> dict[str, set]:
+    """Every source the shipped grammars compile (each grammar's ``compile_all``, the parser's
+    bracket patterns), by engine."""
+    from . import grammar, parser
+
+    with recording() as found:
+        for gid in grammar.grammar_ids():
+            loaded = grammar._load(grammar._grammar_files()[gid])  # a fresh load: nothing compiled yet
+            loaded.compile_all()
+            parser._nesting.__wrapped__("".join(o + c for o, c in loaded.bracket_pairs), parser._NEST_DEPTH)
+    return found
+
+
+def build() -> dict[str, Any]:
+    """The store's content for this interpreter's engines, from :func:`sources`."""
+    from .grammar import _FLAGS
+
+    found = sources()
+    entries_re = {}
+    not_re = []
+    for source in sorted(found["re"] | found["regex"]):
+        entry = _re_entry(source)
+        if entry is not None:
+            entries_re[source] = entry
+        elif source in found["re"] or source in found["regex"]:
+            not_re.append(source)
+    entries_regex = {source: _regex_entry(source, _FLAGS) for source in sorted(found["regex"])}
+    return {"format": FORMAT, "engines": engine_tags(), "re": entries_re, "not_re": not_re, "regex": entries_regex}
+
+
+def write(path: Any) -> None:
+    """Write :func:`build`'s content to ``path`` (gzip with no timestamp: the same bytes each time)."""
+    body = json.dumps(build(), sort_keys=True, separators=(",", ":")).encode("utf-8")
+    with open(path, "wb") as handle:
+        handle.write(gzip.compress(body, 9, mtime=0))
