@@ -29,6 +29,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import sys
 import time
 from collections import deque
 from typing import Any, Callable, Optional, Sequence
@@ -50,9 +51,7 @@ def cpu_count() -> int:
 
 def available() -> bool:
     """Whether inputs can be read in bounded worker processes here (POSIX ``fork``)."""
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods()
+    return hasattr(os, "fork")
 
 
 def _die_with_parent(parent: int) -> None:
@@ -86,14 +85,56 @@ def _limit_memory(megabytes: int) -> None:
         pass  # no /proc or no rlimit: the time bound still holds
 
 
-def _worker(conn: Any, parent: int, work: Callable[..., Any], max_memory: int) -> None:
+class _Pipe:
+    """One direction of a worker's channel: pickled messages, each after its length
+    (8 bytes).  A message is read whole once it starts (the sender is our own worker code)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def send(self, obj: Any) -> None:
+        import pickle  # here: the CLI imports this module on paths that start no worker
+
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        view = memoryview(len(data).to_bytes(8, "little") + data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def recv(self) -> Any:
+        import pickle
+
+        size = int.from_bytes(self._read(8), "little")
+        return pickle.loads(self._read(size))
+
+    def _read(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = os.read(self.fd, min(left, 1 << 20))
+            if not chunk:
+                raise EOFError("the other end closed")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:  # once: a closed number may already name another file
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _worker(tasks: _Pipe, results: _Pipe, parent: int, work: Callable[..., Any], max_memory: int) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills us
     _limit_memory(max_memory)
     while True:
         try:
-            task = conn.recv()
+            task = tasks.recv()
         except (EOFError, OSError):
             return
         if task is None:
@@ -107,9 +148,74 @@ def _worker(conn: Any, parent: int, work: Callable[..., Any], max_memory: int) -
             text = str(exc).splitlines()[0] if str(exc) else ""
             result = RuntimeError(f"{type(exc).__name__}: {text}")  # picklable, whatever it was
         try:
-            conn.send((index, result))
+            results.send((index, result))
         except MemoryError:
-            conn.send((index, BudgetExceeded(f"more than {max_memory} MB of memory (--max-memory)")))
+            results.send((index, BudgetExceeded(f"more than {max_memory} MB of memory (--max-memory)")))
+
+
+class _Worker:
+    """A forked worker process and the parent's ends of its two pipes."""
+
+    __slots__ = ("pid", "tasks", "results", "status")
+
+    def __init__(self, work: Callable[..., Any], max_memory: int, parent: int, inherited: list[int]):
+        task_r, task_w = os.pipe()
+        result_r, result_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        pid = os.fork()
+        if pid == 0:  # the worker: it never returns from here
+            code = 1
+            try:
+                for fd in (task_w, result_r, *inherited):  # the parent's ends, and other workers'
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                try:  # the input is never read from the parent's standard input here
+                    sys.stdin.close()
+                    sys.stdin = open(os.devnull)
+                except (AttributeError, OSError, ValueError):
+                    pass
+                _worker(_Pipe(task_r), _Pipe(result_w), parent, work, max_memory)
+                code = 0
+            except BaseException:  # noqa: BLE001 - a worker ends with a status, never a traceback
+                code = 1
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (AttributeError, OSError, ValueError):
+                        pass
+                os._exit(code)
+        os.close(task_r)
+        os.close(result_w)
+        self.pid = pid
+        self.tasks = _Pipe(task_w)
+        self.results = _Pipe(result_r)
+        self.status: Optional[int] = None  # exit code once reaped (negative: the signal)
+
+    def fds(self) -> tuple[int, int]:
+        return self.tasks.fd, self.results.fd
+
+    def reap(self, kill: bool) -> None:
+        """End the worker (``SIGKILL`` when ``kill``, else wait for it) and close its pipes."""
+        if self.status is None:
+            if kill:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                self.status = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                self.status = 0
+        self.tasks.close()
+        self.results.close()
 
 
 class Terminated(BaseException):
@@ -126,37 +232,30 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
     died) gets ``over_budget(index, reason)`` instead.  A result that is an exception
     raised by ``work`` is returned as it is (the caller decides).  ``on_result(index,
     result)`` is called in task order as results arrive.
+
+    Workers are plain ``os.fork`` children talking over two pipes each (pickled messages):
+    no ``multiprocessing`` to import (some 15 ms, most of a small check's start) and no
+    bootstrap of its own in each worker.
     """
-    import multiprocessing
-    from multiprocessing.connection import wait
+    import select
 
     jobs = max(1, min(jobs, cpu_count(), len(tasks)))
-    ctx = multiprocessing.get_context("fork")
     parent = os.getpid()
     results: dict[int, Any] = {}
     pending = deque(range(len(tasks)))
-    idle: list[tuple[Any, Any]] = []  # (process, connection)
-    busy: dict[Any, tuple[Any, int, float]] = {}  # connection -> (process, index, deadline)
+    idle: list[_Worker] = []
+    busy: dict[int, tuple[_Worker, int, float]] = {}  # result fd -> (worker, index, deadline)
+    everyone: list[_Worker] = []
     emitted = 0
 
-    def start() -> tuple[Any, Any]:
-        mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(theirs, parent, work, max_memory), daemon=True)
-        proc.start()
-        theirs.close()
-        return proc, mine
+    def start() -> _Worker:
+        inherited = [fd for w in everyone for fd in w.fds() if fd >= 0]
+        worker = _Worker(work, max_memory, parent, inherited)
+        everyone.append(worker)
+        return worker
 
-    def stop(proc: Any, conn: Any) -> None:
-        try:
-            if proc.is_alive():
-                proc.kill()
-            proc.join(5)
-        except (OSError, ValueError, AssertionError):
-            pass
-        try:
-            conn.close()
-        except OSError:
-            pass
+    def stop(worker: _Worker) -> None:
+        worker.reap(kill=True)
 
     def emit() -> None:
         nonlocal emitted
@@ -179,43 +278,51 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
     try:
         while pending or busy:
             while pending and (idle or len(busy) < jobs):
-                proc, conn = idle.pop() if idle else start()
+                worker = idle.pop() if idle else start()
                 index = pending.popleft()
                 try:
-                    conn.send((index, tasks[index]))
-                except (OSError, ValueError):  # the worker is gone: a fresh one takes the task
-                    stop(proc, conn)
+                    worker.tasks.send((index, tasks[index]))
+                except OSError:  # the worker is gone: a fresh one takes the task
+                    stop(worker)
                     pending.appendleft(index)
                     continue
-                busy[conn] = (proc, index, time.monotonic() + timeout)
+                busy[worker.results.fd] = (worker, index, time.monotonic() + timeout)
             nearest = min(deadline for _, _, deadline in busy.values())
-            ready = wait(list(busy), timeout=max(0.0, nearest - time.monotonic()))
-            for conn in ready:
-                proc, index, _deadline = busy.pop(conn)
+            poll = select.poll()
+            for fd in busy:
+                poll.register(fd, select.POLLIN)
+            wait_ms = max(0.0, nearest - time.monotonic()) * 1000
+            ready = {fd for fd, _event in poll.poll(int(wait_ms) + 1)}
+            for fd in ready:
+                worker, index, _deadline = busy.pop(fd)
                 try:
-                    got_index, result = conn.recv()
+                    got_index, result = worker.results.recv()
                 except (EOFError, OSError):
-                    proc.join(5)
-                    code = proc.exitcode
+                    worker.reap(kill=False)
+                    code = worker.status
                     how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
                     results[index] = over_budget(index, f"its worker process ended ({how}), "
                                                         f"likely over {max_memory} MB of memory (--max-memory)")
-                    stop(proc, conn)
                     continue
                 if isinstance(result, BudgetExceeded):
                     result = over_budget(got_index, str(result))
                 results[got_index] = result
-                idle.append((proc, conn))
+                idle.append(worker)
             now = time.monotonic()
-            for conn, (proc, index, deadline) in list(busy.items()):
-                if now >= deadline and conn not in ready:
-                    del busy[conn]
-                    stop(proc, conn)
+            for fd, (worker, index, deadline) in list(busy.items()):
+                if now >= deadline and fd not in ready:
+                    del busy[fd]
+                    stop(worker)
                     results[index] = over_budget(index, f"more than {timeout:g} s (--timeout-per-input)")
             emit()
     finally:
-        for proc, conn in idle + [(p, c) for c, (p, _i, _d) in busy.items()]:
-            stop(proc, conn)
+        for worker in idle:
+            try:
+                worker.tasks.send(None)  # done: the worker ends by itself
+            except OSError:
+                pass
+        for worker in everyone:
+            worker.reap(kill=worker not in idle)
         if frozen:
             gc.unfreeze()
         if previous is not None:
