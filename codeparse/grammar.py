@@ -28,9 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import regex
-
-from .patterns import compile_re, compile_regex, known_not_re
+from .patterns import REGEX_VERSION0, compile_re, compile_regex, known_not_re, regex_error
 from .locations import _grammar_dir, grammar_dir  # noqa: F401 - re-exported: where the grammar files are
 
 __all__ = [
@@ -68,7 +66,7 @@ REQUIRED = {
 }
 _PIECE_REF = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
 _RECURSIVE_CALL = re.compile(r"\(\?&([a-z_][a-z0-9_]*)\)")
-_FLAGS = regex.VERSION0
+_FLAGS = REGEX_VERSION0
 
 
 class GrammarError(Exception):
@@ -113,7 +111,7 @@ class _Lazy:
         if compiled is None:
             try:
                 compiled = compile_regex(self.source, _FLAGS)
-            except regex.error as exc:
+            except regex_error() as exc:
                 raise GrammarError(f"{self.path}: {self.where}: uncompilable pattern: {exc}") from None
             self._check(compiled)
             self._regex = compiled

@@ -25,13 +25,16 @@ import base64
 import functools
 import gzip
 import json
+import os
 import re
 import sys
 from typing import Any, Optional
 
-__all__ = ["STORE_FILE", "compile_re", "compile_regex", "build", "engine_tags", "known_not_re", "recording"]
+__all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "build", "engine_tags",
+           "known_not_re", "recording"]
 
 STORE_FILE = "patterns.json.gz"
+REGEX_VERSION0 = 0x2000  # `regex.VERSION0`, without importing `regex` (a test checks it)
 FORMAT = 1
 _recorded: Optional[dict[str, set]] = None  # sources compiled while `recording` (the writer)
 
@@ -42,11 +45,70 @@ def engine_tags(with_regex: bool = True) -> dict[str, str]:
 
     tags = {"re": f"{sys.version_info[0]}.{sys.version_info[1]}/{_sre.MAGIC}/{_sre.CODESIZE}"}
     if with_regex:
-        import regex
-        from regex import _regex
-
-        tags["regex"] = f"{regex.__version__}/{getattr(_regex, 'MAGIC', '')}"
+        tags["regex"] = f"{_regex_version()}/{getattr(_regex_engine(), 'MAGIC', '')}"
     return tags
+
+
+def regex_error() -> type:
+    """``regex.error`` (imports ``regex``: only asked for when a pattern failed to compile)."""
+    return _import_regex().error
+
+
+def _import_regex() -> Any:
+    """The ``regex`` package, imported; its ``_regex`` attribute is set when
+    :func:`_regex_engine` loaded that module first (an import finds a module already in
+    ``sys.modules`` without making it an attribute of its package)."""
+    import regex
+
+    if not hasattr(regex, "_regex") and "regex._regex" in sys.modules:
+        regex._regex = sys.modules["regex._regex"]
+    return regex
+
+
+@functools.cache
+def _regex_version() -> str:
+    """The installed ``regex``'s version: from its ``regex-<version>.dist-info`` folder, without
+    importing the package (some 15 ms of Python: its compiler), else from the package."""
+    if "regex" not in sys.modules:
+        from importlib.util import find_spec
+
+        spec = find_spec("regex")
+        if spec is not None and spec.origin:
+            folder = os.path.dirname(os.path.dirname(spec.origin))
+            try:
+                found = [n for n in os.listdir(folder) if n.startswith("regex-") and n.endswith(".dist-info")]
+            except OSError:
+                found = []
+            if len(found) == 1:
+                return found[0][len("regex-"):-len(".dist-info")]
+    return _import_regex().__version__
+
+
+@functools.cache
+def _regex_engine() -> Any:
+    """``regex``'s compiled engine (its C module), which builds a pattern from stored code.
+
+    When the ``regex`` package is not imported yet, the module is loaded alone, under its
+    own name (``regex._regex``): the package's Python compiler is then imported only if
+    a pattern must be compiled.  A later ``import regex`` finds it in ``sys.modules``."""
+    if "regex" not in sys.modules and "regex._regex" not in sys.modules:
+        try:
+            from importlib.util import find_spec, module_from_spec, spec_from_file_location
+            from importlib.machinery import EXTENSION_SUFFIXES
+
+            spec = find_spec("regex")
+            folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+            for suffix in EXTENSION_SUFFIXES if folder else ():
+                path = os.path.join(folder, "_regex" + suffix)
+                if os.path.isfile(path):
+                    engine_spec = spec_from_file_location("regex._regex", path)
+                    module = module_from_spec(engine_spec)
+                    engine_spec.loader.exec_module(module)
+                    sys.modules["regex._regex"] = module
+                    return module
+        except (ImportError, OSError, AttributeError):
+            pass
+    return _import_regex()._regex
 
 
 @functools.cache
@@ -97,15 +159,12 @@ def compile_re(source: str) -> re.Pattern:
 
 def compile_regex(source: str, flags: int) -> Any:
     """``regex.compile(source, flags)``, from the store when it holds the pattern."""
-    import regex
-
     if _recorded is not None:
         _recorded["regex"].add(source)
     entry = _store()["regex"].get(source)
     if entry is not None and entry[0] == flags and _regex_usable():
         try:
-            from regex import _regex
-
+            _regex = _regex_engine()
             (_asked, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,
              req_flags, group_count) = entry
             return _regex.compile(source, stored_flags, base64.b64decode(code), group_index,
@@ -113,7 +172,7 @@ def compile_regex(source: str, flags: int) -> Any:
                                   req_offset, tuple(req_chars), req_flags, group_count)
         except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
             pass
-    return regex.compile(source, flags)
+    return _import_regex().compile(source, flags)
 
 
 class recording:

@@ -275,6 +275,7 @@ def test_patterns_from_the_store_equal_compiled_ones():
     from codeparse import patterns
     from codeparse.grammar import _FLAGS
 
+    assert patterns.REGEX_VERSION0 == regex.VERSION0 and patterns._regex_version() == regex.__version__
     store = patterns._store()
     assert store["re"] and patterns._regex_usable(), "no stored pattern serves this interpreter"
     for source in store["re"]:
