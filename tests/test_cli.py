@@ -483,15 +483,16 @@ def test_python_m_codeparse(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def _imported(tmp_path: Path, *argv: str) -> set[str]:
-    """The top-level packages a ``codeparse`` process imports (``-X importtime``)."""
+def _imported(tmp_path: Path, *argv: str, full: bool = False) -> set[str]:
+    """The top-level packages a ``codeparse`` process imports (``-X importtime``); with
+    ``full``, the modules by their dotted names."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "codeparse", *argv],
         capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=120,
     )
     assert proc.returncode in (0, 1), proc.stderr
     modules = {
-        line.split("|")[-1].strip().split(".")[0]
+        line.split("|")[-1].strip() if full else line.split("|")[-1].strip().split(".")[0]
         for line in proc.stderr.splitlines()
         if line.startswith("import time:") and "|" in line
     }
@@ -517,22 +518,24 @@ def test_start_up_imports_neither_pydantic_nor_torch_nor_numpy(tmp_path, fmt):
 def test_check_start_up_imports_no_pydantic_and_rich_only_for_a_table(tmp_path, fmt):
     """`check` on an archive writes its report from plain data: no pydantic, torch, numpy
     or report modules; rich only when a table is asked for (the worker process needs
-    multiprocessing and ctypes)."""
+    ctypes; it is forked without multiprocessing)."""
     archive = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
     modules = _imported(tmp_path, "check", str(_need(archive)), "--isolated", "--format", fmt)
-    assert not modules & (HEAVY - {"multiprocessing", "ctypes"})
+    assert not modules & (HEAVY - {"ctypes"})
     assert ("rich" in modules) == (fmt == "table")
 
 
 def test_a_check_answered_from_the_cache_folder_imports_no_parser_and_starts_no_worker(tmp_path):
     """A second `check --cache-dir` over unchanged archives takes their reports from the
-    folder: neither the parser (`regex`, the grammar engine) nor a worker process
-    (`multiprocessing`) is imported, and the output is the first run's."""
+    folder: neither the parser (`codeparse.parser`, the grammar engine, `regex`) nor a
+    worker process (its `ctypes`, which asks to die with its parent) is imported, and the
+    output is the first run's."""
     archives = [str(_need(ROOT / "fixtures" / "archives" / name)) for name in ("custom_model.script.pt", "params.script.pt")]
     argv = ["check", *archives, "--isolated", "--format", "jsonl", "--cache-dir", str(tmp_path / "cache")]
-    first = _imported(tmp_path, *argv)
-    assert {"regex", "multiprocessing"} <= first
-    assert not _imported(tmp_path, *argv) & {"regex", "multiprocessing", "ctypes", "pydantic", "torch"}
+    parser_and_worker = {"codeparse.parser", "codeparse.grammar", "ctypes"}
+    assert parser_and_worker <= _imported(tmp_path, *argv, full=True)
+    assert not _imported(tmp_path, *argv, full=True) & (parser_and_worker | {"regex", "multiprocessing", "pydantic",
+                                                                           "torch"})
     again = [a.replace(str(tmp_path / "cache"), str(tmp_path / "other")) for a in argv]  # cold, then warm
     runs = [subprocess.run([sys.executable, "-m", "codeparse", *again], capture_output=True, cwd=tmp_path, env=_env(),
                            timeout=120) for _ in range(2)]
