@@ -82,10 +82,25 @@ def test_parse_and_check_never_import_jinja2_or_pygments():
     assert done.stderr == "[]"
 
 
+def test_report_builds_no_models(tmp_path):
+    """The report reads archives into check's plain data: its command imports no pydantic."""
+    code = (
+        "import sys\n"
+        "from codeparse.cli import main\n"
+        f"main(['report', {str(ARCHIVE)!r}, {str(SCRIPT)!r}, '-o', {str(tmp_path / 'r.html')!r}])\n"
+        "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.stderr == "[]"
+    assert 'class="code"' in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
 def test_highlighting_is_lossless_on_every_fixture_text():
     """The TorchScript lexer (rules in grammars/highlight.toml) gives every character a
     token: the lines put back together are the text, for every fixture."""
-    from codeparse.report.highlight import TorchScriptLexer, highlight_lines
+    import html
+
+    from codeparse.report.highlight import TorchScriptLexer, highlight_html, highlight_lines
 
     texts = sorted((ROOT / "fixtures" / "text").glob("*/*.code"))
     assert len(texts) > 100
@@ -93,6 +108,9 @@ def test_highlighting_is_lossless_on_every_fixture_text():
         text = path.read_text(encoding="utf-8")
         lines = highlight_lines(text)
         assert ["".join(t for _, t in line) for line in lines] == text.splitlines(), path
+        # As HTML: the same text once its spans are taken out and it is unescaped.
+        assert [html.unescape(re.sub(r"</?span[^>]*>", "", line)) for line in highlight_html(text)] == \
+            text.splitlines(), path
     tokens = list(TorchScriptLexer().get_tokens_unprocessed('  if torch.eq(s, "a\\"b"):  # c\n'))
     assert [(str(t), v) for _, t, v in tokens if not v.isspace()] == [
         ("Token.Keyword", "if"), ("Token.Name", "torch"), ("Token.Punctuation", "."), ("Token.Name", "eq"),
