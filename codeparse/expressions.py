@@ -115,7 +115,7 @@ def structure_finder(grammar: Grammar):
     """``finditer`` of the characters that split items (brackets and the separator), and
     the grammar's openers -> closers; None when the grammar names no brackets or quotes."""
     pairs = grammar.bracket_pairs
-    quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
+    quotes = grammar.string_quotes
     if not pairs or not quotes:
         return None
     return char_class("".join(o + c for o, c in pairs) + _SEPARATOR).finditer, dict(pairs), quotes

@@ -114,7 +114,7 @@ class Extractor:
         self._references = grammar.scan["references"].finditer
         # `receiver` and `balanced` are compiled when a text first needs them (`regex`
         # compiles slowly, and many texts never ask): see _scan and _call_spans.
-        self._quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
+        self._quotes = grammar.string_quotes
         self._brackets = bracket_finder(grammar)
         self._nested = nesting(grammar)
         self._closers = dict(grammar.bracket_pairs)
@@ -230,7 +230,7 @@ class Extractor:
             elif k == "assign":  # enum members, `RED = 1`
                 attributes.append(_attribute(
                     child.group("targets"),
-                    child.group("type") if "type" in child.match.groupdict() else None,
+                    child.group("type") if child.rule.captures("type") else None,
                     False,
                     child.group("value"),
                     self.source.span(child.start, child.end),

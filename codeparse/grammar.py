@@ -146,7 +146,7 @@ class Statement:
     needs ``regex`` (else the rule stands there as itself, with its captures).
     """
 
-    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index")
+    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index", "_groups")
 
     def __init__(self, name: str, emits: str, keyword: Optional[str], block: bool,
                  empty_block: bool, lazy: _Lazy, classify: Optional[str] = None, index: int = 0):
@@ -158,6 +158,7 @@ class Statement:
         self._lazy = lazy
         self.classify = classify  # an `re` source matching every line the rule matches
         self.index = index  # position in the grammar file
+        self._groups: Optional[tuple[str, ...]] = None
 
     @property
     def pattern(self) -> Any:
@@ -177,9 +178,17 @@ class Statement:
             return self._lazy.source
         return _NAMED_GROUP.sub(lambda m: f"(?P<{prefix}{m.group(1)}>", self._lazy.source)
 
-    def group_names(self) -> list[str]:
-        """The names of the rule's groups, in order."""
-        return list(dict.fromkeys(_NAMED_GROUP.findall(self._lazy.source)))
+    def group_names(self) -> tuple[str, ...]:
+        """The names of the rule's groups, in order (read from its source once)."""
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = tuple(dict.fromkeys(_NAMED_GROUP.findall(self._lazy.source)))
+        return groups
+
+    def captures(self, name: str) -> bool:
+        """Whether the rule has a group ``name`` (the rules emitting one node differ: an
+        ``assign`` may capture a ``type``)."""
+        return name in self.group_names()
 
 
 class Master:
@@ -352,6 +361,9 @@ class Grammar:
     scan: "_LazySection"
     expression: "_LazySection"
     bracket_pairs: tuple[tuple[str, str], ...] = ()
+    # The characters a string literal begins with (`[lines].string_quotes`); none: a
+    # string may be anywhere, so brackets are never paired by counting.
+    string_quotes: tuple[str, ...] = ()
     detect_absent: tuple[Any, ...] = ()
     detect_present: tuple[Any, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -537,8 +549,11 @@ def _load(path: Path) -> Grammar:
         )
 
     pairs = data["lines"].get("bracket_pairs", [])
-    if not all(isinstance(p, str) and len(p) == 2 for p in pairs):
+    if not isinstance(pairs, list) or not all(isinstance(p, str) and len(p) == 2 for p in pairs):
         raise GrammarError(f"{path}: [lines].bracket_pairs: each entry is an opener and its closer")
+    quotes = data["lines"].get("string_quotes", [])
+    if not isinstance(quotes, list) or not all(isinstance(q, str) and len(q) == 1 for q in quotes):
+        raise GrammarError(f"{path}: [lines].string_quotes: each entry is one character")
 
     statements, by_keyword, generic = _compile_statements(path, data, comp)
     detect = data.get("detect", {})
@@ -562,6 +577,7 @@ def _load(path: Path) -> Grammar:
         generic_rules=generic,
         lines=section("lines"),
         bracket_pairs=tuple((p[0], p[1]) for p in pairs),
+        string_quotes=tuple(quotes),
         fragments=section("fragments"),
         scan=section("scan"),
         expression=section("expression"),

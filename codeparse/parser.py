@@ -156,7 +156,7 @@ def quoted(grammar: Grammar):
     """``has(text, start, end)``: whether ``text[start:end]`` may hold a string literal
     (one of the grammar's ``[lines].string_quotes`` occurs in it).  Where none does,
     brackets pair up by counting alone; a grammar without the key is always asked."""
-    quotes = tuple(grammar.raw.get("lines", {}).get("string_quotes", ()))
+    quotes = grammar.string_quotes
     if not quotes:
         return lambda text, start, end: True
     if len(quotes) == 2:
