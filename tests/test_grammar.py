@@ -47,6 +47,8 @@ def test_unknown_grammar_names_supported_ones():
         ("\n[scan]\n", "\n[scan_renamed]\n", r"missing section \[scan\]"),
         ("expr_items = ", "expr_items_gone = ", r"\[fragments\] lacks 'expr_items'"),
         ("|(?&type_expr))'", "|(?&no_such_rule))'", r"unknown recursive sub-pattern \(\?&no_such_rule\)"),
+        ("""string_quotes = ['"', "'"]""", """string_quotes = ['""']""",
+         r"\[lines\]\.string_quotes: each entry is one character"),
     ],
 )
 def test_bad_grammar_errors_name_file_and_rule(tmp_path, old, new, message):
