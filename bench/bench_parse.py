@@ -46,18 +46,17 @@ START_UP = """\
 `codeparse parse` on one small file starts at {wall:.3f} s over `python -c pass` in wall time on
 this machine and {cpu:.3f} s in CPU time (target ≤ 0.15 s; the wall figure counts waiting for
 a core on a loaded machine).  It is spent importing ({modules} modules: click and the
-standard-library modules it imports, `regex`, `json`, `tomllib`, `pathlib`; no pydantic, torch
-or numpy) and compiling, once per process, the patterns the text needs: `re` wherever a
-pattern needs no `regex` feature (the statement layer's master pattern, the reference
-scan), `regex` where recursion or repeated captures do (for this file: the `def` rule,
-`param`, `items`, `expr_items` and the receiver look-ahead of the scan).  What keeps it
-small: the expression piece names its operand twice, not five times (1,697 → 763
-characters wherever an expression appears); a rule that compiles with `re` stands in its
-grammar's master pattern as itself, so no statement pattern is compiled twice; operator
-overloads are parsed per
-operator when first asked for (all 2,276 took 80 ms); detection loads grammars newest first
-and stops at the first that matches; `dict_entry` and `string_item` are compiled when a text
-needs them.  Where bytecode writing is off, the README's install precompiles it
+standard-library modules it imports, `json`, `tomllib`, `pathlib`; no pydantic, torch
+or numpy), loading the grammar and building the patterns the text needs.  No pattern is
+compiled: `grammars/patterns.json.gz` stores what `re` and `regex` make of every pattern
+of the grammars (`python scripts/compile_patterns.py` writes it), and a process builds
+each from it in microseconds, `regex` patterns (for this file: the `def` rule, `param`,
+`items`, `expr_items` and the receiver look-ahead of the scan) with `regex`'s C engine
+alone, without importing its Python compiler; compiling them took some 60 ms of a check
+process.  What else keeps it small: a rule that compiles with `re` stands in its
+grammar's master pattern as itself; operator overloads are parsed per operator when first
+asked for (all 2,276 took 80 ms); detection loads grammars newest first and stops at the
+first that matches.  Where bytecode writing is off, the README's install precompiles it
 (`python -m compileall`)."""
 
 
