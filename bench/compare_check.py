@@ -59,12 +59,23 @@ def commands(quick: bool, dask: bool, tmp: Path) -> list[tuple[str, list[str], b
          (ROOT / "fixtures/archives/annotate.script.pt").read_bytes()),
         ("api check", ["-c", API, "trace", "fixtures/archives", "fixtures/files"], None),
         ("api check export", ["-c", API, "export", "fixtures/archives"], None),
+        ("check json --target export legacy", ["check", "--format", "json", "--target", "export", LEGACY], None),
+        ("check sarif --target export legacy", ["check", "--format", "sarif", "--target", "export", LEGACY], None),
+        ("check jsonl --target export --jobs 2", ["check", "--format", "jsonl", "--target", "export", "--jobs", "2",
+                                                  *fx], None),
+        ("check json --target export stdin archive", ["check", "--format", "json", "--target", "export", "-"],
+         (ROOT / "fixtures/archives/export_nonzero_other_method.script.pt").read_bytes()),
+        ("check json --target export stdin code", ["check", "--format", "json", "--target", "export", "-"],
+         (ROOT / "fixtures/text/export_int_as_size/script.code").read_bytes()),
+        ("api check export files", ["-c", API, "export", "fixtures/files", "fixtures/text"], None),
     ]
     for phase in ("cold", "warm"):
         out.append((f"check json --cache-dir {phase}", ["check", "--format", "json", "--cache-dir", "{cache}", *fx],
                     None))
         out.append((f"check jsonl --jobs 2 --cache-dir {phase}",
                     ["check", "--format", "jsonl", "--jobs", "2", "--cache-dir", "{cache2}", *fx], None))
+        out.append((f"check json --target export --cache-dir {phase}",
+                    ["check", "--format", "json", "--target", "export", "--cache-dir", "{cache3}", *fx], None))
     corpus = ROOT / "bench/out"
     if (corpus / "transformer_d512.pt").exists():
         names = ["bench/out/transformer_d512.pt", "bench/out/zoo"]
@@ -82,7 +93,8 @@ def commands(quick: bool, dask: bool, tmp: Path) -> list[tuple[str, list[str], b
 def run(root: Path, args: list[str], stdin: bytes | None, cache: Path) -> tuple[int, bytes, bytes]:
     env = dict(os.environ, PYTHONPATH=str(root), COLUMNS="200", TERM="dumb")
     env.pop("NO_COLOR", None)
-    args = [a.replace("{cache}", str(cache / "c1")).replace("{cache2}", str(cache / "c2")) for a in args]
+    args = [a.replace("{cache}", str(cache / "c1")).replace("{cache2}", str(cache / "c2"))
+            .replace("{cache3}", str(cache / "c3")) for a in args]
     # -P: the checkout on PYTHONPATH is imported, not the one in the working directory
     cmd = [sys.executable, "-P", *args] if args[0] == "-c" else [sys.executable, "-P", "-m", "codeparse", *args]
     extra = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}

@@ -636,6 +636,11 @@ class OpenedArchive:
             self.findings.extend(parse_findings)
         return self._files
 
+    @property
+    def traced(self) -> bool:
+        """The archive holds ``traced_inputs.pkl``: saved from ``torch.jit.trace`` (torch >= 2.1)."""
+        return any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in self.reader.names)
+
     def root_class(self) -> Optional[str]:
         return self.legacy_root or _root_class(self.reader, self.root_name)
 
@@ -803,8 +808,8 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
     ``data``: the archive's bytes when it is not a file (``check -`` reads standard input);
     ``path`` is then only its name in findings.  ``extras``, when given, receives what
     :mod:`codeparse.export` needs beyond the model: ``offset_maps`` (entry -> ``(LineMap,
-    text)``, the origin of any offset) and ``traced`` (the archive holds
-    ``traced_inputs.pkl``: torch.jit.trace of torch >= 2.1).  ``cache``: a
+    text)``, the origin of any offset), ``traced`` (:attr:`OpenedArchive.traced`) and
+    ``files`` (the code files as plain data, ``CodeFile.model_dump(mode="json")``).  ``cache``: a
     :class:`codeparse.cache.EntryCache` shared by several reads."""
     with reading_archive(path, policy, grammar, data, cache) as opened:
         opened.keep_line_maps = extras is not None
@@ -826,7 +831,8 @@ def archive_of(opened: OpenedArchive, extras: Optional[dict] = None) -> Archive:
     )
     if extras is not None:
         extras["offset_maps"] = opened.line_maps
-        extras["traced"] = any(n.rsplit("/", 1)[-1] == "traced_inputs.pkl" for n in opened.reader.names)
+        extras["traced"] = opened.traced
+        extras["files"] = files
     return archive
 
 

@@ -389,7 +389,7 @@ def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: O
         report = scan(path, policy, data)
         report["findings"] = _filter(report["findings"], policy, force=not report["readable"])
         return report
-    kind = _kind(path, data, policy, keep=policy.target != "export")
+    kind = _kind(path, data, policy, keep=True)
     opened = kind.opened if kind is not None else None
     try:
         return _check_kind(path, policy, kind, data, cache, opened)
@@ -414,16 +414,11 @@ def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cac
         try:
             if policy.target != "export":
                 return _check_archive(path, policy, cache, data, opened)
-            # torch.export's rules read the whole Archive and every debug line map.
-            from .archive import read_archive
-
-            extras: dict = {}
-            archive = read_archive(path, policy, data=data, extras=extras, cache=cache)
+            return _check_archive_export(path, policy, cache, data, opened)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
             return input_report(path, "archive", False,
                                 findings=_filter([plain_finding(finding)], policy, force=True))
-        return archive_report(path, archive, extras, policy).model_dump(mode="json")
     return _check_code(path, policy, data)
 
 
@@ -459,12 +454,10 @@ def code_report(path: str, policy: Limits, code_file: dict) -> dict:
             ifs.append(condition_finding(path, fn["qualified_name"], if_))
     verdict = None
     if policy.target == "export":
-        from .export import code_file_export
-        from .models import code_file_from_plain
+        from .export import code_file_export_data
 
-        found, verdict = code_file_export(code_file_from_plain(code_file))
-        findings.extend(f.model_dump(mode="json") for f in found)
-        verdict = verdict.model_dump(mode="json")
+        found, verdict = code_file_export_data(code_file)
+        findings.extend(found)
     else:
         findings.extend(ifs)
     findings.sort(key=lambda f: f["span"]["start"] if f["span"] else -1)
@@ -474,30 +467,71 @@ def code_report(path: str, policy: Limits, code_file: dict) -> dict:
 
 def archive_report(path: str, archive: Any, extras: dict, policy: Any) -> InputReport:
     """The report of an archive already read (``read_archive(..., extras=extras)``): its
-    findings under the policy's target and selection, and the export verdict (also used by
-    ``codeparse report``, which shows the archive itself besides)."""
-    from .models import InputReport
+    findings under the policy's target and selection, and the export verdict (for
+    ``codeparse report``, which shows the archive itself besides; ``check`` reads the
+    archive as plain data: :func:`_check_archive_export`)."""
+    from .checkdata import input_model
 
     live = sum(1 for b in archive.branches if b.reachable)
-    findings, verdict = list(archive.findings), None
+    findings, verdict = [f.model_dump(mode="json") for f in archive.findings], None
     if policy.target == "export":
         from .export import archive_export
 
         found, verdict = archive_export(archive, extras)
-        findings = _with_export(findings, found, [cf.path for cf in archive.files])
-    return InputReport(path=path, kind="archive", readable=True, files=len(archive.files), branches=live,
-                       findings=[f for f in findings if selected(f.code, policy)], export=verdict)
+        findings = _with_export(findings, [f.model_dump(mode="json") for f in found],
+                                [cf.path for cf in archive.files])
+        verdict = verdict.model_dump(mode="json")
+    return input_model(input_report(path, "archive", True, files=len(archive.files), branches=live,
+                                    findings=_filter(findings, policy), export=verdict))
 
 
-def _with_export(findings: list[Any], export: list[Any], order: list[str]) -> list[Any]:
-    """An archive's findings (models) with its trace-target condition findings (CP201-CP208) replaced by ``export``."""
+def _with_export(findings: list[dict], export: list[dict], order: list[str]) -> list[dict]:
+    """An archive's findings with its trace-target condition findings (CP201-CP208) replaced by ``export``."""
     from .resolve import CONDITION_CODES, TRAINING_CODE
 
     trace_codes = set(CONDITION_CODES.values()) | {TRAINING_CODE}
     rank = {p: i for i, p in enumerate(order)}
-    kept = [f for f in findings if f.code not in trace_codes]
+    kept = [f for f in findings if f["code"] not in trace_codes]
     merged = kept + export
-    return sorted(merged, key=lambda f: (rank.get(f.path, -1), f.span.start if f.span else -1))
+    return sorted(merged, key=lambda f: (rank.get(f["path"], -1), f["span"]["start"] if f["span"] else -1))
+
+
+def _check_archive_export(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,
+                          opened: Optional[tuple] = None) -> dict:
+    """One archive under ``--target export`` (:func:`archive_export_report`)."""
+    from .archive import reading_archive
+    from .cache import EntryCache
+
+    if cache is None:
+        cache = EntryCache()
+    with reading_archive(path, policy, None, data, cache, opened) as opened:
+        opened.keep_line_maps = True  # export locates its findings by offset
+        return archive_export_report(path, opened, policy)[0]
+
+
+def archive_export_report(path: str, opened: Any, policy: Any) -> tuple[dict, Any]:
+    """The ``--target export`` report of an archive open for reading, with ``keep_line_maps``
+    (:func:`codeparse.archive.reading_archive`), as plain data, and its resolved program
+    (:class:`codeparse.resolve.Analysis`).  Equal to :func:`archive_report` of
+    :func:`codeparse.archive.read_archive`, without building a model: every ``.debug_pkl``
+    is read, so that every problem with debug info is reported and each export finding is
+    located at its offset."""
+    from .export import archive_export_data, archive_locate
+    from .resolve import all_findings, analyse
+
+    files = opened.files
+    origins = opened.every_origin()
+    head = opened.findings + opened.debug_findings()
+    root_class = opened.root_class()
+    head.extend(opened.tail_findings())
+    analysis = analyse(files, root_class)
+    found, verdict = archive_export_data(files, analysis.reachable, archive_locate(opened.line_maps, origins.get),
+                                         opened.traced)
+    findings = _with_export(all_findings(analysis, files, head, origins), found, [cf["path"] for cf in files])
+    live = sum(1 for c in analysis.conditions if c[3])
+    report = input_report(path, "archive", True, files=len(files), branches=live, findings=_filter(findings, policy),
+                          export=verdict)
+    return report, analysis
 
 
 def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,

@@ -27,16 +27,23 @@ CP402 or CP405 is found (certain, whatever else is); else ``cannot_tell`` when a
 condition is ``unknown`` or the archive was saved by ``torch.jit.trace`` (a trace
 dropped its branches, so the text cannot show what export would meet); else
 ``exports_with_specializations`` when any CP403/CP404; else ``exports``.
+
+The rules read the code files as plain data (``CodeFile.model_dump(mode="json")``) and
+give findings and the verdict as plain data (:mod:`codeparse.checkdata`), so ``check``
+builds no model (:func:`archive_export_data`, :func:`code_file_export_data`);
+:func:`archive_export` and :func:`code_file_export` give the same as models.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
+from .checkdata import finding as _plain_finding
 from .codes import diagnostic
-from .models import ExportVerdict, Finding, SourceLocation
+from .resolve import condition_excerpt, excerpt, sources_text
 
-__all__ = ["EXPORT_CODES", "BLOCKING", "archive_export", "code_file_export", "verdict_line"]
+__all__ = ["EXPORT_CODES", "BLOCKING", "archive_export", "archive_export_data", "code_file_export",
+           "code_file_export_data", "verdict_data", "archive_locate", "verdict_line"]
 
 EXPORT_CODES = ("CP401", "CP402", "CP403", "CP404", "CP405", "CP406")
 BLOCKING = frozenset({"CP401", "CP402", "CP405"})
@@ -45,29 +52,14 @@ _VALUE_ADVICE = {
     "loop": "rewrite it as torch._higher_order_ops.while_loop(cond_fn, body_fn, carried_inputs), or bound "
             "the trip count with torch._check(...)",
 }
-_EXCERPT = 80
 
+# (code file path, character offset, code line) -> the original (file, line), if known.
 Locate = Callable[[str, int, int], Optional[tuple[str, int]]]
 
 
-def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _EXCERPT else text[:_EXCERPT - 1] + "…"
-
-
-def _sources(cond: Any) -> str:
-    shown = [s for s in cond.sources if s.kind == cond.kind] or list(cond.sources)
-    text = ", ".join(f"{s.ref} ({s.type})" for s in shown[:4]) or "nothing"
-    if len(shown) > 4:
-        text += f" and {len(shown) - 4} more"
-    return text
-
-
-def _finding(code: str, path: str, span: Any, origin: Optional[tuple[str, int]],
-             related: list[tuple[str, int]], **args: Any) -> Finding:
-    data = diagnostic(code, path, span.model_dump(), **args)
-    if origin is not None:
-        data["origin"] = {"path": origin[0], "line": origin[1]}
+def _finding(code: str, path: str, span: dict, origin: Optional[tuple[str, int]],
+             related: list[tuple[str, int]], **args: Any) -> dict:
+    data = diagnostic(code, path, span, **args)
     seen: set[tuple[str, int]] = set()
     out = []
     for r in related:
@@ -75,77 +67,88 @@ def _finding(code: str, path: str, span: Any, origin: Optional[tuple[str, int]],
             seen.add(r)
             out.append({"path": r[0], "line": r[1]})
     data["related"] = out
-    return Finding.model_validate(data)
+    return _plain_finding(data, {"path": origin[0], "line": origin[1]} if origin is not None else None)
 
 
-def _condition_finding(path: str, function: str, what: str, span: Any, cond: Any, locate: Locate) -> Optional[Finding]:
-    kind = cond.kind
+def _condition_finding(path: str, function: str, what: str, span: dict, cond: dict, locate: Locate) -> Optional[dict]:
+    kind = cond["kind"]
     if kind == "constant":
         return None
-    origin = locate(path, span.start, span.line)
-    related = [r for r in (locate(path, s.start, s.line) for s in cond.related) if r is not None]
-    shown = _excerpt(cond.resolved or cond.text)
-    common = {"condition": shown, "function": function, "kind": kind, "what": what}
+    origin = locate(path, span["start"], span["line"])
+    related = [r for r in (locate(path, s["start"], s["line"]) for s in cond["related"]) if r is not None]
+    common = {"condition": condition_excerpt(cond), "function": function, "kind": kind, "what": what}
     if kind == "tensor_value":
-        return _finding("CP401", path, span, origin, related, sources=_sources(cond), advice=_VALUE_ADVICE[what], **common)
-    if kind == "tensor_shape" and cond.data_dependent_shape:
+        return _finding("CP401", path, span, origin, related, sources=sources_text(cond), advice=_VALUE_ADVICE[what], **common)
+    if kind == "tensor_shape" and cond["data_dependent_shape"]:
         made = [f"{p}:{n}" for p, n in dict.fromkeys(related)]
         producers = "made at " + ", ".join(made[:3]) if made else "made in this condition"
         return _finding("CP402", path, span, origin, related, producers=producers, **common)
     if kind == "tensor_shape":
-        return _finding("CP403", path, span, origin, related, sources=_sources(cond), **common)
+        return _finding("CP403", path, span, origin, related, sources=sources_text(cond), **common)
     if kind == "unknown":
         return _finding("CP406", path, span, origin, related, **common)
-    return _finding("CP404", path, span, origin, related, sources=_sources(cond), **common)
+    return _finding("CP404", path, span, origin, related, sources=sources_text(cond), **common)
 
 
-def _function_findings(path: str, fn: Any, locate: Locate) -> list[Finding]:
-    out: list[Finding] = []
+def _function_findings(path: str, fn: dict, locate: Locate) -> list[dict]:
+    out: list[dict] = []
     covered: list[tuple[int, int]] = []  # conditions' tests and the conversions they rest on
-    for if_ in fn.ifs:
-        f = _condition_finding(path, fn.qualified_name, "branch", if_.span, if_.condition, locate)
-        if f is not None:
-            out.append(f)
-        covered.append((if_.span.start, if_.span.end))
-        covered.extend((s.start, s.end) for s in if_.condition.related)
-    for loop in fn.loops:
-        if loop.condition is None:
+    name = fn["qualified_name"]
+    for what, blocks in (("branch", fn["ifs"]), ("loop", fn["loops"])):
+        for block in blocks:
+            cond = block["condition"]
+            if cond is None:  # a loop with no test
+                continue
+            span = block["span"]
+            f = _condition_finding(path, name, what, span, cond, locate)
+            if f is not None:
+                out.append(f)
+            covered.append((span["start"], span["end"]))
+            covered.extend((s["start"], s["end"]) for s in cond["related"])
+    for conv in fn["scalar_conversions"]:
+        start = conv["start"]
+        if any(a <= start < b for a, b in covered):
             continue
-        f = _condition_finding(path, fn.qualified_name, "loop", loop.span, loop.condition, locate)
-        if f is not None:
-            out.append(f)
-        covered.append((loop.span.start, loop.span.end))
-        covered.extend((s.start, s.end) for s in loop.condition.related)
-    for conv in fn.scalar_conversions:
-        if any(a <= conv.start < b for a, b in covered):
-            continue
-        origin = locate(path, conv.start, conv.line)
-        text = _excerpt(_conversion_text(fn, conv))
-        out.append(_finding("CP405", path, conv, origin, [], conversion=text, function=fn.qualified_name))
+        origin = locate(path, start, conv["line"])
+        text = excerpt(_conversion_text(fn, start))
+        out.append(_finding("CP405", path, conv, origin, [], conversion=text, function=name))
     return out
 
 
-def _conversion_text(fn: Any, span: Any) -> str:
-    for call in fn.calls:
-        if call.span.start == span.start:
-            return f"{call.callee}(…)"
+def _conversion_text(fn: dict, start: int) -> str:
+    for call in fn["calls"]:
+        if call["span"]["start"] == start:
+            return f"{call['callee']}(…)"
     return "int(…)"
 
 
-def verdict(findings: Iterable[Finding], traced: bool = False) -> ExportVerdict:
-    blocked: list[SourceLocation] = []
+def _file_findings(cf: dict, live: Optional[set[str]], locate: Locate) -> list[dict]:
+    """The findings of one code file's functions (those in ``live``; all with None), by position."""
+    path = cf["path"]
+    out: list[dict] = []
+    for fns in [c["methods"] for c in cf["classes"]] + [cf["functions"]]:
+        for fn in fns:
+            if live is None or fn["qualified_name"] in live:
+                out.extend(_function_findings(path, fn, locate))
+    out.sort(key=lambda f: f["span"]["start"] if f["span"] else -1)
+    return out
+
+
+def verdict_data(findings: Iterable[dict], traced: bool = False) -> dict:
+    """The :class:`~codeparse.models.ExportVerdict` of these findings (plain data, in its field order)."""
+    blocked: list[dict] = []
     specializations = unknown = 0
     for f in findings:
-        if f.code in BLOCKING:
-            if f.origin is not None:
-                loc = f.origin
-            else:
-                loc = SourceLocation(path=f.path, line=f.span.line if f.span else 0)
+        code = f["code"]
+        if code in BLOCKING:
+            loc = f["origin"]
+            if loc is None:
+                loc = {"path": f["path"], "line": f["span"]["line"] if f["span"] else 0}
             if loc not in blocked:
                 blocked.append(loc)
-        elif f.code in ("CP403", "CP404"):
+        elif code in ("CP403", "CP404"):
             specializations += 1
-        elif f.code == "CP406":
+        elif code == "CP406":
             unknown += 1
     if blocked:
         kind, reason = "blocked", "a construct export cannot trace is reachable from forward"
@@ -158,63 +161,104 @@ def verdict(findings: Iterable[Finding], traced: bool = False) -> ExportVerdict:
         kind, reason = "exports_with_specializations", "export fixes some branches to the ones the example takes"
     else:
         kind, reason = "exports", "no reachable branch, loop or conversion stands in the way"
-    return ExportVerdict(verdict=kind, blocked=blocked, specializations=specializations, unknown=unknown, reason=reason)
+    return {"verdict": kind, "blocked": blocked, "specializations": specializations, "unknown": unknown,
+            "reason": reason}
 
 
-def archive_export(archive: Any, extras: Optional[dict] = None) -> tuple[list[Finding], ExportVerdict]:
-    """CP401-CP406 for the functions of an :class:`Archive` reachable from ``forward``, and the verdict.
-
-    ``extras`` is what :func:`codeparse.archive.read_archive` filled in (offset maps, traced).
-    """
-    extras = extras or {}
-    offset_maps = {p: (m, t, t.isascii()) for p, (m, t) in (extras.get("offset_maps") or {}).items()}
-    source_map = archive.source_map
+def archive_locate(offset_maps: dict, origins: Callable[[str], Any]) -> Locate:
+    """Where an archive's code offset was printed from: its ``.debug_pkl`` range at that
+    offset (``offset_maps``: code path -> ``(LineMap, text)``), else the original line of
+    its code line (``origins(path)``: code line -> ``(file, line)`` by ``.get``, or None),
+    else the code line itself."""
+    maps = {p: (m, t, t.isascii()) for p, (m, t) in offset_maps.items()}
 
     def locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:
-        found = offset_maps.get(path)
+        found = maps.get(path)
         if found is not None:
             line_map, text, ascii_only = found
             byte = start if ascii_only else len(text[:start].encode("utf-8"))
             at = line_map.at(byte)
             if at is not None:
                 return at
-        origin = source_map.get(path, {}).get(line)
-        if origin is not None:
-            return origin.path, origin.line
-        return path, line
+        lines = origins(path)
+        origin = lines.get(line) if lines is not None else None
+        return origin if origin is not None else (path, line)
 
-    reachable = set(archive.reachable)
-    reach_all = not reachable
-    findings: list[Finding] = []
-    for cf in archive.files:
-        fns = [m for c in cf.classes for m in c.methods] + list(cf.functions)
-        per_file: list[Finding] = []
-        for fn in fns:
-            if reach_all or fn.qualified_name in reachable:
-                per_file.extend(_function_findings(cf.path, fn, locate))
-        per_file.sort(key=lambda f: f.span.start if f.span else -1)
-        findings.extend(per_file)
-    return findings, verdict(findings, traced=bool(extras.get("traced")))
+    return locate
 
 
-def code_file_export(code_file: Any) -> tuple[list[Finding], ExportVerdict]:
-    """CP401-CP406 for every function of a code file (no module tree: all count), and the verdict."""
-    path = code_file.path
+def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Locate,
+                        traced: bool = False) -> tuple[list[dict], dict]:
+    """CP401-CP406 for the functions reachable from ``forward`` (all when nothing is
+    reachable) of an archive's code files (plain data, ``CodeFile.model_dump(mode="json")``),
+    and the verdict: plain data, as ``check`` reports them."""
+    live = set(reachable) or None
+    findings = [f for cf in files for f in _file_findings(cf, live, locate)]
+    return findings, verdict_data(findings, traced)
 
-    findings: list[Finding] = []
-    for fn in [m for c in code_file.classes for m in c.methods] + list(code_file.functions):
-        findings.extend(_function_findings(path, fn, _code_locate))
-    findings = [f.model_copy(update={"origin": None}) for f in findings]
-    findings.sort(key=lambda f: f.span.start if f.span else -1)
-    return findings, verdict(findings)
+
+def archive_export(archive: Any, extras: Optional[dict] = None) -> tuple[list[Any], Any]:
+    """CP401-CP406 for the functions of an :class:`Archive` reachable from ``forward``, and the verdict
+    (models; :func:`archive_export_data` gives the same as plain data).
+
+    ``extras`` is what :func:`codeparse.archive.read_archive` filled in (offset maps,
+    traced, the code files as plain data).
+    """
+    from .models import ExportVerdict, Finding
+
+    extras = extras or {}
+    source_map = archive.source_map
+
+    def origins(path: str) -> Optional[dict]:
+        found = source_map.get(path)
+        return None if found is None else _Origins(found)
+
+    files = extras.get("files")
+    if files is None:
+        files = [cf.model_dump(mode="json") for cf in archive.files]
+    found, verdict = archive_export_data(files, archive.reachable,
+                                         archive_locate(extras.get("offset_maps") or {}, origins),
+                                         bool(extras.get("traced")))
+    return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
+
+
+class _Origins:
+    """An :class:`Archive`'s ``source_map`` of one code file read as ``line -> (file, line)``."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, lines: dict):
+        self._lines = lines
+
+    def get(self, line: int) -> Optional[tuple[str, int]]:
+        found = self._lines.get(line)
+        return None if found is None else (found.path, found.line)
+
+
+def code_file_export_data(code_file: dict) -> tuple[list[dict], dict]:
+    """CP401-CP406 for every function of a code file (plain data; no module tree: all
+    count), and the verdict, as plain data."""
+    findings = _file_findings(code_file, None, _code_locate)
+    for f in findings:
+        f["origin"] = None
+    return findings, verdict_data(findings)
+
+
+def code_file_export(code_file: Any) -> tuple[list[Any], Any]:
+    """:func:`code_file_export_data` for a :class:`CodeFile` model, as models."""
+    from .models import ExportVerdict, Finding
+
+    found, verdict = code_file_export_data(code_file.model_dump(mode="json"))
+    return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
 
 
 def _code_locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:
     return path, line
 
 
-def verdict_line(path: str, v: ExportVerdict, limit: int = 8) -> str:
-    """``export: blocked at fixtures/m.py:12, fixtures/m.py:20`` (plain text; escape before rendering)."""
+def verdict_line(path: str, v: Any, limit: int = 8) -> str:
+    """``export: blocked at fixtures/m.py:12, fixtures/m.py:20`` (plain text; escape before rendering)
+    for an :class:`~codeparse.models.ExportVerdict` or its plain data read by attribute."""
     text = f"export verdict for {path}: {v.verdict}"
     if v.blocked:
         shown = ", ".join(f"{b.path}:{b.line}" for b in v.blocked[:limit])

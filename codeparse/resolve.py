@@ -39,8 +39,8 @@ from .grammar import load_grammar
 if TYPE_CHECKING:  # the models are built only for an Archive (resolve)
     from .models import Archive
 
-__all__ = ["parse_program", "resolve", "analyse", "Analysis", "condition_finding", "condition_diagnostic",
-           "to_finding", "CONDITION_CODES"]
+__all__ = ["parse_program", "resolve", "analyse", "Analysis", "condition_finding",
+           "condition_diagnostic", "to_finding", "CONDITION_CODES"]
 
 # Condition kind -> finding code (DESIGN.md §5 rows); `self.training` has its own code.
 CONDITION_CODES = {
@@ -59,9 +59,27 @@ _EXCERPT = 80
 Declared = dict[str, tuple[str, Optional[str]]]
 
 
-def _excerpt(text: str) -> str:
+def excerpt(text: str) -> str:
+    """``text`` on one line, cut to 80 characters (for a finding's message)."""
     text = " ".join(text.split())
     return text if len(text) <= _EXCERPT else text[:_EXCERPT - 1] + "…"
+
+
+def condition_excerpt(cond: dict) -> str:
+    """A condition (plain data) as its message shows it: resolved (``bool(torch.eq(...))``,
+    not the temporary ``_2``), on one line, cut."""
+    return excerpt(cond["resolved"] or cond["text"])
+
+
+def sources_text(cond: dict) -> str:
+    """A condition's sources (plain data) as its message names them: those of its kind
+    (the deciding source first: the condition lists them in that order), four at most."""
+    found = cond["sources"]
+    shown = [s for s in found if s["kind"] == cond["kind"]] or list(found)
+    text = ", ".join(f"{s['ref']} ({s['type']})" for s in shown[:4]) or "nothing"
+    if len(shown) > 4:
+        text += f" and {len(shown) - 4} more"
+    return text
 
 
 def to_finding(d: dict, origins: Optional[Any] = None) -> dict:
@@ -83,13 +101,7 @@ def condition_diagnostic(path: str, function: str, if_: dict) -> dict:
     found = cond["sources"]
     if kind == "attribute" and any(s["ref"].endswith(".training") for s in found):
         code = TRAINING_CODE
-    # The deciding source first (the condition's sources are in that order already).
-    shown = [s for s in found if s["kind"] == kind] or list(found)
-    sources = ", ".join(f"{s['ref']} ({s['type']})" for s in shown[:4]) or "nothing"
-    if len(shown) > 4:
-        sources += f" and {len(shown) - 4} more"
-    shown_text = cond["resolved"] or cond["text"]  # `bool(torch.eq(...))`, not the temporary `_2`
-    d = diagnostic(code, path, if_["span"], condition=_excerpt(shown_text), sources=sources,
+    d = diagnostic(code, path, if_["span"], condition=condition_excerpt(cond), sources=sources_text(cond),
                    function=function, kind=kind)
     d["sources"] = list(found)
     return d
@@ -551,17 +563,16 @@ def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[in
         ))
     out = all_findings(analysis, files, findings, maps)
     models = [code_file_from_plain(cf) for cf in files]
-    classes: dict[str, Any] = {}
-    functions: dict[str, Any] = {}
-    for cf in models:  # by name, as _Program indexes the plain data (the first file wins)
-        for cls in cf.classes:
-            if cls.qualified_name in classes:
-                continue
-            classes[cls.qualified_name] = cls
-            for m in cls.methods:
-                functions.setdefault(m.qualified_name, m)
-        for f in cf.functions:
-            functions.setdefault(f.qualified_name, f)
+    # The classes and functions by name, as _Program indexed them (the first file wins), as models.
+    model_of: dict[int, Any] = {}
+    for cf, model in zip(files, models):
+        pairs = [(cf["classes"], model.classes), (cf["functions"], model.functions)]
+        pairs += [(c["methods"], m.methods) for c, m in zip(cf["classes"], model.classes)]
+        for plain, built in pairs:
+            for item, item_model in zip(plain, built):
+                model_of.setdefault(id(item), item_model)
+    classes = {name: model_of[id(cls)] for name, cls in prog.classes.items()}
+    functions = {name: model_of[id(fn)] for name, fn in prog.functions.items()}
     return Archive(
         path=path, layout=layout, root=root, version=version, entries=entries, files=models,
         classes=classes, functions=functions, root_class=analysis.root_class,

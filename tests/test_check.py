@@ -279,7 +279,7 @@ def test_plain_reports_are_the_model_reports_byte_for_byte(request, target):
     codeparse.check builds from it without validating equal the validated ones."""
     if target == "trace":
         data, model, dumps = request.getfixturevalue("plain_trace")
-    else:  # slower: the whole model path runs for each archive
+    else:  # a sample (tests/test_export.py compares every archive's export report with the model path's)
         paths = [str(ROOT / "fixtures" / "files"), str(ROOT / "fixtures" / "text" / "custom_model" / "script.code"),
                  str(ROOT / "fixtures" / "missing.pt"), *sorted(str(p) for p in ARCHIVES.glob("*.pt"))[::8]]
         data, model, dumps = _plain_and_model(paths, Policy(target=target))

@@ -199,3 +199,44 @@ def test_torch_export_still_does_what_was_recorded(monkeypatch):
             sys.modules["__main__"] = saved
     for case in CASES:
         assert fresh["cases"][case] == EXPECTED["cases"][case], case
+
+
+def test_check_reads_the_archive_as_plain_data_and_finds_what_the_model_path_finds():
+    """`check --target export` resolves each archive on plain data (no CodeFile, no
+    Archive): for a third of the fixture archives and every legacy archive, its report is
+    the one the model path gives (`read_archive`, the rules reading the CodeFile models),
+    origins, related lines and verdict included."""
+    from codeparse.archive import read_archive
+    from codeparse.check import archive_report, input_data
+    from codeparse.checkdata import limits_of
+
+    legacy = Path("/work/shared/fixtures-legacy")
+    paths = sorted(str(p) for p in (FIXTURES / "archives").glob("*.pt"))[::3] + sorted(str(p) for p in legacy.glob("*.pt"))
+    compared = 0
+    for path in paths:
+        plain = input_data(path, limits_of(EXPORT))
+        if not plain["readable"]:
+            continue
+        extras: dict = {}
+        archive = read_archive(path, EXPORT, extras=extras)
+        del extras["files"]  # the rules read the models, dumped
+        assert archive_report(path, archive, extras, EXPORT).model_dump(mode="json") == plain, path
+        compared += 1
+    assert compared == 109  # every readable one (84 fixture archives, 25 of the 26 legacy ones)
+
+
+def test_check_export_imports_no_pydantic(tmp_path):
+    """`check --target export` writes its report from plain data, as the trace target does."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    archive = FIXTURES / "archives" / "export_nonzero_other_method.script.pt"
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "codeparse", "check", str(archive), "--isolated",
+                           "--target", "export", "--format", "json"], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=120)
+    assert proc.returncode == 1 and '"verdict":"blocked"' in proc.stdout.replace(" ", "")
+    modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+               if line.startswith("import time:") and "|" in line}
+    assert "codeparse" in modules and "pydantic" not in modules and "pydantic_core" not in modules
