@@ -210,7 +210,7 @@ def test_check_reads_the_archive_as_plain_data_and_finds_what_the_model_path_fin
     from codeparse.check import archive_report, input_data
     from codeparse.checkdata import limits_of
 
-    legacy = Path("/work/shared/fixtures-legacy")
+    legacy = FIXTURES / "legacy"  # real archives saved by older PyTorch versions
     paths = sorted(str(p) for p in (FIXTURES / "archives").glob("*.pt"))[::3] + sorted(str(p) for p in legacy.glob("*.pt"))
     compared = 0
     for path in paths:
