@@ -157,6 +157,42 @@ def split_items(text: str, pos: int, end: int, finder, openers: dict):
     return _FALLBACK
 
 
+def split_list(text: str, start: int, end: int, finder, openers: dict):
+    """The item spans of ``text[start:end]`` as a full match of the grammars' ``expr_items``
+    gives them (``a, b``, ``a, b, ``), or None where that does not match (an empty item),
+    for text without quotes or line breaks; ``_FALLBACK`` where brackets do not nest or a
+    closer stands alone (``expr_items`` is matched there)."""
+    spans: list[tuple[int, int]] = []
+    stack: list[str] = []
+    item = start  # start of the current item; the first one keeps its leading spaces
+    for m in finder(text, start, end):
+        at = m.start()
+        ch = text[at]
+        closer = openers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+            continue
+        if stack:
+            if ch == _SEPARATOR:
+                continue
+            if stack.pop() != ch:
+                return _FALLBACK
+            continue
+        if ch != _SEPARATOR:
+            return _FALLBACK
+        if at == item:  # an empty item: no full match
+            return None
+        spans.append((item, at))
+        item = at + 1
+        while item < end and text[item] == _SPACE:
+            item += 1
+    if stack:
+        return _FALLBACK
+    if item < end:
+        spans.append((item, end))
+    return spans
+
+
 class ExpressionReader:
     """Reads expressions of one source text with one grammar."""
 

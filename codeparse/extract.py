@@ -18,7 +18,7 @@ from bisect import bisect_left
 from typing import Any, Optional
 
 from .datadep import FunctionDataDependence
-from .expressions import ExpressionReader
+from .expressions import _FALLBACK, ExpressionReader, split_list, structure_finder
 from .grammar import Grammar
 from .inference import Callee, Definition, FunctionFacts, Inference, Scope, Semantics, dotted, unquote
 from .parser import Stmt, bracket_end, bracket_finder, nesting
@@ -121,6 +121,7 @@ class Extractor:
         frag = grammar.fragments
         self._param = frag["param"].fullmatch
         self._items = frag["expr_items"].fullmatch
+        self._structure = structure_finder(grammar)  # brackets and separators: list_items
         self._identifier = frag["identifier"].fullmatch
         # `string_item` (`__parameters__` lists) is looked up when used: method text
         # has none, and compiling costs start-up.
@@ -274,6 +275,24 @@ class Extractor:
 
     def _strings(self, span: tuple[int, int]) -> list[str]:
         return [unquote(m.group("item")) for m in self.grammar.fragments["string_item"].finditer(self.text, *span)]
+
+    def list_items(self, start: int, end: int) -> Optional[list[tuple[int, int]]]:
+        """The item spans of a comma-separated list (``a, b``), as a full match of the
+        grammar's ``expr_items`` gives them, or None where it does not match.  Text without
+        quotes or line breaks is split by counting brackets (:func:`split_list`)."""
+        text = self.text
+        structure = self._structure
+        if structure is not None and text.find("\n", start, end) == -1:
+            finder, openers, quotes = structure
+            for quote in quotes:
+                if text.find(quote, start, end) != -1:
+                    break
+            else:
+                found = split_list(text, start, end, finder, openers)
+                if found is not _FALLBACK:
+                    return found
+        m = self._items(text, start, end)
+        return m.spans("item") if m is not None else None
 
     def _split(self, span: tuple[int, int]) -> list[str]:
         m = self._items(self.text, *span)
@@ -654,14 +673,14 @@ class _Walk:
                 found.append(d)
             return
         ex = self.ex
-        m = ex._items(text, *span)
-        items = m.spans("item") if m else [span]
+        items = ex.list_items(*span)
+        if items is None:
+            items = [span]
         many = len(items) > 1
         values: list = []
         if many and value is not None and kind == "assign":
             # `a, b = x, y` binds each name to its own element.
-            v = ex._items(text, *value)
-            values = v.spans("item") if v else []
+            values = ex.list_items(*value) or []
             if len(values) != len(items):
                 values = []
         for index, (s, e) in enumerate(items):

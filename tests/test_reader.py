@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeparse.expressions import _FALLBACK, split_items, structure_finder
+from codeparse.expressions import _FALLBACK, split_items, split_list, structure_finder
 from codeparse.grammar import grammar_ids, load_grammar
 
 
@@ -70,3 +70,45 @@ def test_counted_items_agree_with_the_grammars_items_pattern_on_nested_brackets(
     """The same on brackets that nest (most printed code): a call whose arguments hold
     brackets, empty items, trailing and doubled separators."""
     _agrees(grammar_id, "f(" + "".join(p + s for p, s in zip(parts, seps)) + ")", fallback_allowed=False)
+
+
+def _list_agrees(grammar_id: str, text: str) -> None:
+    """split_list over ``text`` gives what a full match of the grammar's ``expr_items``
+    gives (None where it does not match), or defers to it."""
+    g = load_grammar(grammar_id)
+    finder, openers, _quotes = structure_finder(g)
+    found = split_list(text, 0, len(text), finder, openers)
+    if found is _FALLBACK:
+        return
+    m = g.fragments["expr_items"].fullmatch(text)
+    assert found == (m.spans("item") if m is not None else None), text
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.sampled_from(list("()[]{}a, =.")), max_size=30))
+def test_counted_lists_agree_with_the_grammars_expr_items_pattern(grammar_id, text):
+    """Tuple targets and values (`a, b = x, y`) are split by counting where the text holds
+    no quote or line break: the same spans as ``expr_items``, the same failures."""
+    _list_agrees(grammar_id, text)
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(_NESTED, max_size=5), seps=st.lists(_SEP, min_size=5, max_size=5))
+def test_counted_lists_agree_with_the_grammars_expr_items_pattern_on_nested_brackets(grammar_id, parts, seps):
+    text = "".join(p + s for p, s in zip(parts, seps))
+    _list_agrees(grammar_id, text)
+    g = load_grammar(grammar_id)
+    finder, openers, _quotes = structure_finder(g)
+    assert split_list(text, 0, len(text), finder, openers) is not _FALLBACK  # brackets nest: counted
+
+
+def test_split_list_on_printed_targets():
+    g = load_grammar("torchscript-v2")
+    finder, openers, _quotes = structure_finder(g)
+    text = "_0, _1, = torch.split(x, [1, 2])"
+    assert split_list(text, 0, 7, finder, openers) == [(0, 2), (4, 6)]
+    assert split_list(text, 10, len(text), finder, openers) == [(10, len(text))]
+    assert split_list("a,, b", 0, 5, finder, openers) is None
+    assert split_list("a, (b]", 0, 6, finder, openers) is _FALLBACK
