@@ -31,7 +31,7 @@ dropped its branches, so the text cannot show what export would meet); else
 The rules read the code files as plain data (``CodeFile.model_dump(mode="json")``) and
 give findings and the verdict as plain data (:mod:`codeparse.checkdata`), so ``check``
 builds no model (:func:`archive_export_data`, :func:`code_file_export_data`);
-:func:`archive_export` and :func:`code_file_export` give the same as models.
+:func:`archive_export` gives an :class:`Archive`'s as models.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from .checkdata import finding as _plain_finding
 from .codes import diagnostic
 from .resolve import condition_excerpt, excerpt, sources_text
 
-__all__ = ["EXPORT_CODES", "BLOCKING", "archive_export", "archive_export_data", "code_file_export",
-           "code_file_export_data", "verdict_data", "archive_locate", "verdict_line"]
+__all__ = ["EXPORT_CODES", "BLOCKING", "archive_export", "archive_export_data", "code_file_export_data",
+           "verdict_data", "archive_locate", "verdict_line"]
 
 EXPORT_CODES = ("CP401", "CP402", "CP403", "CP404", "CP405", "CP406")
 BLOCKING = frozenset({"CP401", "CP402", "CP405"})
@@ -242,14 +242,6 @@ def code_file_export_data(code_file: dict) -> tuple[list[dict], dict]:
     for f in findings:
         f["origin"] = None
     return findings, verdict_data(findings)
-
-
-def code_file_export(code_file: Any) -> tuple[list[Any], Any]:
-    """:func:`code_file_export_data` for a :class:`CodeFile` model, as models."""
-    from .models import ExportVerdict, Finding
-
-    found, verdict = code_file_export_data(code_file.model_dump(mode="json"))
-    return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
 
 
 def _code_locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:
