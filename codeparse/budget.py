@@ -264,6 +264,11 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
     def stop(worker: _Worker) -> None:
         worker.reap(kill=True)
 
+    def died(worker: _Worker) -> str:
+        code = worker.status
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        return f"its worker process ended ({how}), likely over {max_memory} MB of memory (--max-memory)"
+
     def emit() -> None:
         nonlocal emitted
         while emitted in results:
@@ -285,15 +290,21 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
     try:
         while pending or busy:
             while pending and (idle or len(busy) < jobs):
+                fresh = not idle
                 worker = idle.pop() if idle else start()
                 index = pending.popleft()
                 try:
                     worker.tasks.send((index, tasks[index]))
-                except OSError:  # the worker is gone: a fresh one takes the task
+                except OSError:
                     stop(worker)
-                    pending.appendleft(index)
+                    if not fresh:  # an idle worker that is gone: a fresh one takes the task
+                        pending.appendleft(index)
+                    else:  # it died reading this task (its memory bound): the task's verdict
+                        results[index] = over_budget(index, died(worker))
                     continue
                 busy[worker.results.fd] = (worker, index, time.monotonic() + timeout)
+            if not busy:  # the last tasks were settled without a worker reading them
+                continue
             nearest = min(deadline for _, _, deadline in busy.values())
             poll = select.poll()
             for fd in busy:
@@ -306,10 +317,7 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
                     got_index, result = worker.results.recv()
                 except (EOFError, OSError):
                     worker.reap(kill=False)
-                    code = worker.status
-                    how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-                    results[index] = over_budget(index, f"its worker process ended ({how}), "
-                                                        f"likely over {max_memory} MB of memory (--max-memory)")
+                    results[index] = over_budget(index, died(worker))
                     continue
                 if isinstance(result, BudgetExceeded):
                     result = over_budget(got_index, str(result))

@@ -765,3 +765,28 @@ def test_the_fast_pickle_path_gives_the_unpicklers_value_or_leaves_it_the_decisi
     for data in refused:
         with pytest.raises(NotPlain):
             load_plain(data, 40, ALLOWED_GLOBALS, (_as_list,))
+
+
+def test_an_input_too_big_for_its_worker_to_receive_gets_cp340_not_a_new_worker_each_time(monkeypatch):
+    # The input's text (standard input) goes to the worker through a pipe; a worker that
+    # runs out of memory while reading it dies, and the parent's write fails.  That is
+    # the input's verdict, not a reason to start another worker for the same input.
+    from codeparse import budget
+
+    started = []
+
+    class Counted(budget._Worker):
+        def __init__(self, *args, **kwargs):
+            started.append(1)
+            assert len(started) <= 5, "a new worker per failed send"
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(budget, "_Worker", Counted)
+    text = "#" * (32 << 20)
+    got = budget.run_bounded([("small",), (text,)], len, jobs=1, timeout=30, max_memory=1,
+                             over_budget=lambda index, reason: ("over", reason))
+    assert got[0] == 5
+    assert got[1][0] == "over" and "1 MB of memory (--max-memory)" in got[1][1]
+    got = budget.run_bounded([(text,)], len, jobs=1, timeout=30, max_memory=1,
+                             over_budget=lambda index, reason: ("over", reason))
+    assert got[0][0] == "over"
