@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sys
+import zlib
 from typing import Any, Optional
 
 __all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "build", "engine_tags",
@@ -116,17 +117,21 @@ def _store() -> dict[str, Any]:
     """The stored entries usable here: ``{"re": {source: entry}, "regex": {...}}`` (read once)."""
     from .locations import grammar_dir
 
+    none: dict[str, Any] = {"re": {}, "regex": {}, "regex_tag": None, "not_re": set()}
     try:
         with gzip.open(grammar_dir() / STORE_FILE, "rb") as handle:
             data = json.loads(handle.read())
-    except (OSError, ValueError, EOFError):
-        return {"re": {}, "regex": {}, "regex_tag": None}
+    except (OSError, ValueError, EOFError, zlib.error):  # a damaged file (zlib.error: its deflate stream)
+        return none
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return {"re": {}, "regex": {}, "regex_tag": None}
-    tags = data.get("engines", {})
+        return none
+    tags, entries_re, entries_regex, not_re = (data.get(k) for k in ("engines", "re", "regex", "not_re"))
+    if not (isinstance(tags, dict) and isinstance(entries_re, dict) and isinstance(entries_regex, dict)
+            and isinstance(not_re, list) and all(isinstance(s, str) for s in not_re)):
+        return none
     usable_re = tags.get("re") == engine_tags(with_regex=False)["re"]
-    return {"re": data.get("re", {}) if usable_re else {}, "regex": data.get("regex", {}),
-            "regex_tag": tags.get("regex"), "not_re": set(data.get("not_re", ()))}
+    return {"re": entries_re if usable_re else {}, "regex": entries_regex, "regex_tag": tags.get("regex"),
+            "not_re": set(not_re)}
 
 
 @functools.cache
@@ -162,7 +167,7 @@ def compile_regex(source: str, flags: int) -> Any:
     if _recorded is not None:
         _recorded["regex"].add(source)
     entry = _store()["regex"].get(source)
-    if entry is not None and entry[0] == flags and _regex_usable():
+    if isinstance(entry, list) and entry and entry[0] == flags and _regex_usable():
         try:
             _regex = _regex_engine()
             (_asked, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,

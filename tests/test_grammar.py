@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+import zlib
 from pathlib import Path
 
 import pytest
 
-from codeparse.grammar import GrammarError, available_grammars, grammar_dir, load_grammar, load_grammar_file
+from codeparse.grammar import _FLAGS, GrammarError, available_grammars, grammar_dir, load_grammar, load_grammar_file
 
 REAL = grammar_dir() / "torchscript-v2.toml"
 
@@ -295,3 +296,38 @@ def test_a_bad_stored_entry_is_compiled_instead(monkeypatch):
            "not_re": set()}
     monkeypatch.setattr(patterns, "_store", lambda: bad)
     assert patterns.compile_re(source) == re.compile(source)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "shape"])
+def test_a_damaged_store_is_a_slower_start_never_a_failure(tmp_path, monkeypatch, damage):
+    import gzip
+
+    from codeparse import locations, patterns
+
+    stored = (grammar_dir() / patterns.STORE_FILE).read_bytes()
+    if damage == "flipped":  # a bit flipped inside the deflate stream: zlib.error, not OSError
+        for at in range(10, len(stored) - 8):  # after the gzip header
+            data = stored[:at] + bytes([stored[at] ^ 0x10]) + stored[at + 1:]
+            try:
+                gzip.decompress(data)
+            except zlib.error:
+                break
+            except (OSError, EOFError):
+                pass
+        else:
+            raise AssertionError("no flipped bit makes zlib fail")
+    elif damage == "truncated":
+        data = stored[: len(stored) // 2]
+    else:  # valid JSON of the wrong shape
+        data = gzip.compress(b'{"format": 1, "engines": [], "re": [1], "regex": {"a": 5}, "not_re": 7}')
+    (tmp_path / patterns.STORE_FILE).write_bytes(data)
+    monkeypatch.setattr(locations, "grammar_dir", lambda: tmp_path)
+    patterns._store.cache_clear()
+    monkeypatch.setattr(patterns, "_regex_usable", lambda: True)
+    try:
+        source = "(?P<word>[a-z]++)"
+        assert patterns.compile_re(source) == re.compile(source)
+        assert patterns.compile_regex("a", _FLAGS).match("a")
+        assert not patterns.known_not_re(source)
+    finally:
+        patterns._store.cache_clear()
