@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -343,32 +343,43 @@ class GrammarInfo:
     statements: int
 
 
-@dataclass
 class Grammar:
-    """A loaded, checked and compiled grammar."""
+    """A loaded, checked and compiled grammar.
 
-    id: str
-    path: Path
-    info: GrammarInfo
-    limits: dict[str, Any]
-    statements: tuple[Statement, ...]
-    # Rules to try, in file order, for a line whose first word is the key; lines
-    # whose first word is no rule's keyword try `generic_rules`.
-    rules_by_keyword: dict[str, tuple[Statement, ...]]
-    generic_rules: tuple[Statement, ...]
-    lines: "_LazySection"
-    fragments: "_LazySection"
-    scan: "_LazySection"
-    expression: "_LazySection"
-    bracket_pairs: tuple[tuple[str, str], ...] = ()
-    # The characters a string literal begins with (`[lines].string_quotes`); none: a
-    # string may be anywhere, so brackets are never paired by counting.
-    string_quotes: tuple[str, ...] = ()
-    detect_absent: tuple[Any, ...] = ()
-    detect_present: tuple[Any, ...] = ()
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
-    # Keyword (None: no keyword) -> the master of its rules, filled by `master`.
-    masters: dict[Optional[str], Master] = field(default_factory=dict, repr=False)
+    (A plain class, not a dataclass: creating a dataclass costs about a millisecond of
+    every process's start.)"""
+
+    def __init__(self, id: str, path: Path, info: GrammarInfo, limits: dict[str, Any],
+                 statements: tuple[Statement, ...], rules_by_keyword: dict[str, tuple[Statement, ...]],
+                 generic_rules: tuple[Statement, ...], lines: "_LazySection", fragments: "_LazySection",
+                 scan: "_LazySection", expression: "_LazySection", bracket_pairs: tuple[tuple[str, str], ...] = (),
+                 string_quotes: tuple[str, ...] = (), detect_absent: tuple[Any, ...] = (),
+                 detect_present: tuple[Any, ...] = (), raw: Optional[dict[str, Any]] = None):
+        self.id = id
+        self.path = path
+        self.info = info
+        self.limits = limits
+        self.statements = statements
+        # Rules to try, in file order, for a line whose first word is the key; lines
+        # whose first word is no rule's keyword try `generic_rules`.
+        self.rules_by_keyword = rules_by_keyword
+        self.generic_rules = generic_rules
+        self.lines = lines
+        self.fragments = fragments
+        self.scan = scan
+        self.expression = expression
+        self.bracket_pairs = bracket_pairs
+        # The characters a string literal begins with (`[lines].string_quotes`); none: a
+        # string may be anywhere, so brackets are never paired by counting.
+        self.string_quotes = string_quotes
+        self.detect_absent = detect_absent
+        self.detect_present = detect_present
+        self.raw = raw if raw is not None else {}
+        # Keyword (None: no keyword) -> the master of its rules, filled by `master`.
+        self.masters: dict[Optional[str], Master] = {}
+
+    def __repr__(self) -> str:
+        return f"Grammar({self.id!r}, {str(self.path)!r})"
 
     def timeout(self) -> float:
         return float(self.limits["match_timeout"])

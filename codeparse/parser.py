@@ -18,7 +18,6 @@ Nothing here raises on bad input: a line no rule matches becomes a
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from .codes import diagnostic
@@ -137,10 +136,15 @@ class _RuleNames:
         self.groupindex = groups
 
 
-@dataclass(slots=True)
 class ParseResult:
-    body: list[Stmt]
-    diagnostics: list[dict]  # text the grammar does not cover is reported here
+    """The top-level statements of a text, and its diagnostics (text the grammar does not
+    cover).  (A plain class: creating a dataclass costs start-up time.)"""
+
+    __slots__ = ("body", "diagnostics")
+
+    def __init__(self, body: list[Stmt], diagnostics: list[dict]):
+        self.body = body
+        self.diagnostics = diagnostics
 
 
 class _Block:
