@@ -172,12 +172,22 @@ def compile_regex(source: str, flags: int) -> Any:
             _regex = _regex_engine()
             (_asked, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,
              req_flags, group_count) = entry
-            return _regex.compile(source, stored_flags, base64.b64decode(code), group_index,
-                                  {int(k): v for k, v in index_group}, named_lists, named_list_indexes,
-                                  req_offset, tuple(req_chars), req_flags, group_count)
+            pattern = _regex.compile(source, stored_flags, base64.b64decode(code), group_index,
+                                     {int(k): v for k, v in index_group}, named_lists, named_list_indexes,
+                                     req_offset, tuple(req_chars), req_flags, group_count)
+            if "regex" not in sys.modules:  # `regex` tells copyreg how its patterns pickle once imported
+                import copyreg
+
+                copyreg.pickle(type(pattern), _pickle_pattern)
+            return pattern
         except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
             pass
     return _import_regex().compile(source, flags)
+
+
+def _pickle_pattern(pattern: Any) -> tuple:
+    """How ``regex`` pickles a pattern (``regex._main._pickle``), for patterns built before it is imported."""
+    return _regex_engine().compile, pattern._pickled_data
 
 
 class recording:

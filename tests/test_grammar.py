@@ -331,3 +331,27 @@ def test_a_damaged_store_is_a_slower_start_never_a_failure(tmp_path, monkeypatch
         assert not patterns.known_not_re(source)
     finally:
         patterns._store.cache_clear()
+
+
+_PICKLE_GRAMMAR = """
+import pickle, sys
+from codeparse import parse_text
+from codeparse.grammar import load_grammar
+text = 'def forward(self,\\n    x: Tensor) -> Tensor:\\n  _0 = (self.conv).forward(x, )\\n  return _0\\n'
+parse_text(text)  # compiles the rules it needs, some from the store with regex's engine alone
+assert "regex" not in sys.modules
+data = pickle.dumps(load_grammar())
+assert pickle.loads(data).id == load_grammar().id
+"""
+
+
+def test_a_grammar_with_stored_regex_patterns_pickles_before_regex_is_imported():
+    # `regex` registers how its patterns pickle when it is imported; a pattern built by its
+    # engine alone (from the store) could not be pickled until then.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    done = subprocess.run([sys.executable, "-c", _PICKLE_GRAMMAR], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
