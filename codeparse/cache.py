@@ -45,7 +45,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -340,6 +339,8 @@ def _write_whole(target: Path, body: dict) -> None:
     """Write ``body`` as JSON (the C encoder of ``json.dumps``) under a temporary name in
     ``target``'s folder, then rename it into place: a reader, or another ``--jobs``
     worker, sees the whole entry or none.  Raises what writing or encoding raises."""
+    import tempfile  # here: it imports shutil, bz2, lzma and random (some 8 ms), and only writes need it
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
     try:
