@@ -620,7 +620,7 @@ class OpenedArchive:
         self._origins: dict[str, Optional[dict[int, tuple[str, int]]]] = {}
         self._debug_findings: dict[int, dict] = {}  # entry index -> finding
         # With keep_line_maps (read_archive's extras, for codeparse.export): every LineMap
-        # and its text, by display path; the content cache is then not used for origins.
+        # and its text, by display path; a cache folder is then not used for origins.
         self.keep_line_maps = False
         self.line_maps: dict[str, tuple] = {}
 
@@ -681,7 +681,9 @@ class OpenedArchive:
         from .api import module_name_for
         from .debuginfo import DebugInfoError, ForbiddenGlobal, LineOrigins, PickleLimit, line_origins, read_debug_pkl
 
-        cache = None if self.keep_line_maps else self.cache
+        cache = self.cache
+        if self.keep_line_maps and cache is not None and cache.directory is not None:
+            cache = None  # a cache folder stores the lines, not the map that export reads
         key = debug_key = None
         if cache is not None:
             import hashlib
@@ -696,6 +698,8 @@ class OpenedArchive:
                 if "lines" in stored:
                     return {row[0]: (row[1], row[2]) for row in stored["lines"]}, None
                 if "lazy" in stored:
+                    if self.keep_line_maps:
+                        self.line_maps[display] = stored["lazy"].parts
                     return stored["lazy"], None
         problem: Optional[tuple[str, dict]] = None
         origins: Optional[Any] = None

@@ -524,7 +524,7 @@ def archive_export_report(path: str, opened: Any, policy: Any) -> tuple[dict, An
     head = opened.findings + opened.debug_findings()
     root_class = opened.root_class()
     head.extend(opened.tail_findings())
-    analysis = analyse(files, root_class)
+    analysis = analyse(files, root_class, condition_findings=False)  # export's findings take their place
     found, verdict = archive_export_data(files, analysis.reachable, archive_locate(opened.line_maps, origins.get),
                                          opened.traced)
     findings = _with_export(all_findings(analysis, files, head, origins), found, [cf["path"] for cf in files])

@@ -314,6 +314,11 @@ class LineOrigins:
         self._bounds: Optional[list[tuple[int, int, bool]]] = None  # per line: bytes [start, end), not blank
         self._memo: dict[int, Optional[tuple[str, int]]] = {}
 
+    @property
+    def parts(self) -> tuple[LineMap, str]:
+        """The line map and the code text it maps (:mod:`codeparse.export` reads offsets)."""
+        return self._map, self._text
+
     def get(self, number: int, default: Any = None) -> Any:
         if number in self._memo:
             found = self._memo[number]

@@ -411,9 +411,10 @@ class Analysis:
 
 
 def analyse(files: list[dict], root_class: Optional[str],
-            extra_declarations: Optional[dict[str, Declared]] = None) -> Analysis:
+            extra_declarations: Optional[dict[str, Declared]] = None, condition_findings: bool = True) -> Analysis:
     """Resolve types, calls and reachability over the code files (plain data,
-    ``CodeFile.model_dump(mode="json")``); collect their findings."""
+    ``CodeFile.model_dump(mode="json")``); collect their findings, without the trace
+    target's condition findings (CP201-CP208) unless ``condition_findings``."""
     from .api import _sem
 
     sem = _sem()
@@ -526,7 +527,7 @@ def analyse(files: list[dict], root_class: Optional[str],
             live = reach_all or name in reachable_set
             for if_ in fn["ifs"]:
                 conditions.append((path, name, if_, live))
-                if live:
+                if live and condition_findings:
                     add(path, condition_diagnostic(path, name, if_))
     return Analysis(prog, graph, root_class, reachable, per_file, conditions)
 

@@ -205,16 +205,20 @@ def test_check_reads_the_archive_as_plain_data_and_finds_what_the_model_path_fin
     """`check --target export` resolves each archive on plain data (no CodeFile, no
     Archive): for a third of the fixture archives and every legacy archive, its report is
     the one the model path gives (`read_archive`, the rules reading the CodeFile models),
-    origins, related lines and verdict included."""
+    origins, related lines and verdict included.  The archives share one content cache, as
+    in a worker process: debug info met before is taken from it, with its line map."""
     from codeparse.archive import read_archive
+    from codeparse.cache import EntryCache
     from codeparse.check import archive_report, input_data
     from codeparse.checkdata import limits_of
+
+    cache = EntryCache()
 
     legacy = FIXTURES / "legacy"  # real archives saved by older PyTorch versions
     paths = sorted(str(p) for p in (FIXTURES / "archives").glob("*.pt"))[::3] + sorted(str(p) for p in legacy.glob("*.pt"))
     compared = 0
     for path in paths:
-        plain = input_data(path, limits_of(EXPORT))
+        plain = input_data(path, limits_of(EXPORT), cache=cache)
         if not plain["readable"]:
             continue
         extras: dict = {}
