@@ -512,26 +512,51 @@ def _check_archive_export(path: str, policy: Limits, cache: Any, data: Optional[
 def archive_export_report(path: str, opened: Any, policy: Any) -> tuple[dict, Any]:
     """The ``--target export`` report of an archive open for reading, with ``keep_line_maps``
     (:func:`codeparse.archive.reading_archive`), as plain data, and its resolved program
-    (:class:`codeparse.resolve.Analysis`).  Equal to :func:`archive_report` of
-    :func:`codeparse.archive.read_archive`, without building a model: every ``.debug_pkl``
-    is read, so that every problem with debug info is reported and each export finding is
-    located at its offset."""
+    (:class:`codeparse.resolve.Analysis`); the findings of :func:`archive_report`, without
+    building a model.  As on the trace target, a file's debug info is read only when one
+    of its findings asks where it was printed from (an export finding is located at its
+    offset), so problems with debug info are reported for the debug info that is read."""
     from .export import archive_export_data, archive_locate
-    from .resolve import all_findings, analyse
+    from .resolve import analyse
 
     files = opened.files
-    origins = opened.every_origin()
-    head = opened.findings + opened.debug_findings()
-    root_class = opened.root_class()
-    head.extend(opened.tail_findings())
-    analysis = analyse(files, root_class, condition_findings=False)  # export's findings take their place
-    found, verdict = archive_export_data(files, analysis.reachable, archive_locate(opened.line_maps, origins.get),
+    analysis = analyse(files, opened.root_class(), condition_findings=False)  # export's findings take their place
+
+    def offset_map(display: str) -> Optional[tuple]:
+        opened.origins(display)  # its .debug_pkl, read on the first ask, keeps its line map
+        return opened.line_maps.get(display)
+
+    found, verdict = archive_export_data(files, analysis.reachable, archive_locate(offset_map, opened.origins),
                                          opened.traced)
-    findings = _with_export(all_findings(analysis, files, head, origins), found, [cf["path"] for cf in files])
+    per_file = _located(opened, ((cf["path"], analysis.file_findings(cf["path"])) for cf in files), policy)
+    head = opened.findings + opened.debug_findings() + opened.tail_findings()
+    findings = _with_export(_head_findings(head, policy) + per_file, found, [cf["path"] for cf in files])
     live = sum(1 for c in analysis.conditions if c[3])
     report = input_report(path, "archive", True, files=len(files), branches=live, findings=_filter(findings, policy),
                           export=verdict)
     return report, analysis
+
+
+def _located(opened: Any, per_file: Iterable[tuple[str, list[dict]]], policy: Any) -> list[dict]:
+    """Each file's selected findings (diagnostic dicts) as findings with their original
+    lines: a file's debug info is read only when one of them has a span."""
+    from .resolve import to_finding
+
+    out: list[dict] = []
+    for display, found in per_file:
+        kept = [d for d in found if selected(d["code"], policy)]
+        if not kept:
+            continue
+        origins = opened.origins(display) if any(d["span"] is not None for d in kept) else None
+        out.extend(to_finding(d, origins) for d in kept)
+    return out
+
+
+def _head_findings(head: Iterable[dict], policy: Any) -> list[dict]:
+    """An archive's own selected findings (names, version, entries, debug info, pickles)."""
+    from .resolve import to_finding
+
+    return [to_finding(d) for d in head if selected(d["code"], policy)]
 
 
 def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,
@@ -545,21 +570,14 @@ def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] 
     """
     from .archive import reading_archive
     from .cache import EntryCache
-    from .resolve import to_finding
 
     if cache is None:
         cache = EntryCache()
     with reading_archive(path, policy, None, data, cache, opened) as opened:
         program = _program(opened, cache)
-        per_file: list[dict] = []
-        for display, found in program["per_file"]:
-            kept = [d for d in found if selected(d["code"], policy)]
-            if not kept:
-                continue
-            origins = opened.origins(display) if any(d["span"] is not None for d in kept) else None
-            per_file.extend(to_finding(d, origins) for d in kept)
+        per_file = _located(opened, program["per_file"], policy)
         head = opened.findings + program["parse_findings"] + opened.debug_findings() + opened.tail_findings()
-    findings = [to_finding(d) for d in head if selected(d["code"], policy)] + per_file
+    findings = _head_findings(head, policy) + per_file
     return input_report(path, "archive", True, files=program["files"], branches=program["live"], findings=findings)
 
 

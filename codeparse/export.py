@@ -165,16 +165,20 @@ def verdict_data(findings: Iterable[dict], traced: bool = False) -> dict:
             "reason": reason}
 
 
-def archive_locate(offset_maps: dict, origins: Callable[[str], Any]) -> Locate:
+def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origins: Callable[[str], Any]) -> Locate:
     """Where an archive's code offset was printed from: its ``.debug_pkl`` range at that
-    offset (``offset_maps``: code path -> ``(LineMap, text)``), else the original line of
-    its code line (``origins(path)``: code line -> ``(file, line)`` by ``.get``, or None),
-    else the code line itself."""
-    maps = {p: (m, t, t.isascii()) for p, (m, t) in offset_maps.items()}
+    offset (``offset_map(path)``: the file's ``(LineMap, text)``, or None), else the
+    original line of its code line (``origins(path)``: code line -> ``(file, line)`` by
+    ``.get``, or None), else the code line itself.  Each is asked for a file when one of
+    its findings is located, once."""
+    maps: dict[str, tuple] = {}
 
     def locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:
         found = maps.get(path)
-        if found is not None:
+        if found is None:
+            got = offset_map(path)
+            found = maps[path] = (got[0], got[1], got[1].isascii()) if got is not None else ()
+        if found:
             line_map, text, ascii_only = found
             byte = start if ascii_only else len(text[:start].encode("utf-8"))
             at = line_map.at(byte)
@@ -217,7 +221,7 @@ def archive_export(archive: Any, extras: Optional[dict] = None) -> tuple[list[An
     if files is None:
         files = [cf.model_dump(mode="json") for cf in archive.files]
     found, verdict = archive_export_data(files, archive.reachable,
-                                         archive_locate(extras.get("offset_maps") or {}, origins),
+                                         archive_locate((extras.get("offset_maps") or {}).get, origins),
                                          bool(extras.get("traced")))
     return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
 

@@ -223,6 +223,8 @@ def test_check_reads_the_archive_as_plain_data_and_finds_what_the_model_path_fin
             continue
         extras: dict = {}
         archive = read_archive(path, EXPORT, extras=extras)
+        if any(f.code in ("CP314", "CP315", "CP343") for f in archive.findings):
+            continue  # broken debug info: check reports it only for the files it reads
         del extras["files"]  # the rules read the models, dumped
         assert archive_report(path, archive, extras, EXPORT).model_dump(mode="json") == plain, path
         compared += 1
