@@ -355,3 +355,31 @@ def test_a_grammar_with_stored_regex_patterns_pickles_before_regex_is_imported()
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     done = subprocess.run([sys.executable, "-c", _PICKLE_GRAMMAR], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+_CHECK_WITH_ENGINES = """
+import sys
+from codeparse import patterns
+if sys.argv[1] == "other":  # as another Python or regex would see the store: no entry serves it
+    tags = patterns.engine_tags
+    patterns.engine_tags = lambda with_regex=True: {k: v + "+other" for k, v in tags(with_regex).items()}
+from codeparse.cli import main
+code = main(["check", "--isolated", "--jobs", "1", "--format", "json", *sys.argv[2:]])
+assert patterns._store()["re"] if sys.argv[1] == "this" else not patterns._store()["re"] and not patterns._regex_usable()
+sys.exit(code)
+"""
+
+
+def test_the_stored_patterns_and_compiled_ones_check_alike():
+    # What the grammars match must not depend on whether the store serves this engine.
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    inputs = [*sorted(map(str, (root / "fixtures" / "archives").glob("[a-f]*.pt"))), str(root / "fixtures" / "files")]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    runs = [subprocess.run([sys.executable, "-c", _CHECK_WITH_ENGINES, engines, *inputs], capture_output=True,
+                           text=True, env=env) for engines in ("this", "other")]
+    assert all(run.returncode in (0, 1) for run in runs), [run.stderr[-2000:] for run in runs]
+    assert runs[0].stdout == runs[1].stdout and len(runs[0].stdout) > 100_000
