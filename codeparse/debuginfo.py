@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import Any, Iterator, Optional
 
 from .safepickle import BoundedUnpickler, NotPlain, PickleLimit, load_plain, safe_int
@@ -96,7 +97,7 @@ class LineMap:
     """Byte offset of the code text -> (original file, original line)."""
 
     def __init__(self, rows: list[Row]):
-        rows = sorted(rows, key=lambda r: r[0])
+        rows = sorted(rows, key=itemgetter(0))  # stable: rows of one offset keep their order
         self._offsets = [r[0] for r in rows]
         self._rows = rows
         self._breaks: dict[int, list[int]] = {}
@@ -239,8 +240,27 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
     source_key = _SourceKeys()
     budget = max_chars  # characters of source text built, over all distinct texts
     keys: dict[int, Any] = {}  # id(source object) -> its key: rows share source objects (memo references)
+    resolved: dict[int, tuple[str, Optional[str], int]] = {}  # id(source object) -> its source, once checked
     out: list[Row] = []
+    append = out.append
     for item in raw:
+        # The rows torch writes, one dictionary lookup each: a tuple (offset, range[, tag]) or
+        # (offset, tag, range) whose range names a source already checked, numbers in range.
+        # Any other row takes the full path below, which checks it and says what is wrong.
+        if type(item) is tuple and 2 <= len(item) <= 3:
+            rng = item[1]
+            if type(rng) is not tuple and len(item) == 3:
+                rng = item[2]
+            if type(rng) is tuple and len(rng) == 3:
+                src, start, end = rng
+                found = resolved.get(id(src))
+                offset = item[0]
+                if (found is not None and type(offset) is int and type(start) is int  # noqa: E721 - not bool
+                        and type(end) is int and 0 <= offset <= MAX_NUMBER  # noqa: E721
+                        and 0 <= start <= MAX_NUMBER and 0 <= end <= MAX_NUMBER):
+                    text, filename, start_line = found
+                    append((offset, text, filename, start_line, start, end))
+                    continue
         if not isinstance(item, tuple) or len(item) not in (2, 3) or not isinstance(item[0], int):
             raise DebugInfoError("a row is not (offset, range[, tag])")
         rng = item[1]
@@ -261,6 +281,7 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
                 if budget < 0:
                     raise DebugInfoError(f"the source texts are too long (over {max_chars} characters, "
                                          "--max-debug-chars)")
+        resolved[id(src)] = sources[key]
         text, filename, start_line = sources[key]
         start = start if isinstance(start, int) else 0
         end = end if isinstance(end, int) else start
@@ -270,7 +291,7 @@ def _rows(raw: Any, table: Optional[list], max_rows: Optional[int],
             for number in (offset, start, end):
                 if not safe_int(number, 0, MAX_NUMBER):
                     raise PickleLimit(f"an offset out of range ({_digits(number)})")
-        out.append((offset, text, filename, start_line, start, end))
+        append((offset, text, filename, start_line, start, end))
     return out
 
 
