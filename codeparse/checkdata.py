@@ -215,10 +215,11 @@ class Record(Data):
         return value
 
 
-def dumps(data: Any, indent: Optional[int] = None) -> Optional[str]:
+def dumps(data: Any, indent: Optional[int] = None) -> str:
     """``data`` as the JSON text pydantic's ``model_dump_json(indent=...)`` writes for the
-    matching model, or None when it has no such text (a lone surrogate in a string, which
-    pydantic refuses: the caller then takes the model path and its error)."""
+    matching model.  A lone surrogate in a string (a file name that is not UTF-8, as Python
+    gives it), which pydantic refuses and UTF-8 cannot carry, is written as its JSON escape
+    (``\\udcff``): ``json.loads`` gives the same string back."""
     text = None
     if indent:
         try:
@@ -229,8 +230,8 @@ def dumps(data: Any, indent: Optional[int] = None) -> Optional[str]:
         text = json.dumps(data, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"))
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
+    except UnicodeEncodeError:  # only inside strings, where `\\uXXXX` is the JSON escape of the same code point
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
 
 

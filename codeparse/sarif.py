@@ -66,7 +66,8 @@ def rule_help_uri(code: str) -> str:
 
 
 def _uri(path: str) -> str:
-    return quote(path.replace("\\", "/"), safe="/!:._-~@+")
+    # The name's own bytes, percent-encoded (a name that is not UTF-8 holds lone surrogates).
+    return quote(path.replace("\\", "/").encode("utf-8", "surrogateescape"), safe="/!:._-~@+")
 
 
 def _region(line: int, column: int, end_line: Optional[int], end_column: Optional[int],

@@ -790,3 +790,26 @@ def test_an_input_too_big_for_its_worker_to_receive_gets_cp340_not_a_new_worker_
     got = budget.run_bounded([(text,)], len, jobs=1, timeout=30, max_memory=1,
                              over_budget=lambda index, reason: ("over", reason))
     assert got[0][0] == "over"
+
+
+def test_a_file_name_that_is_not_utf8_is_written_escaped_never_an_internal_error(tmp_path, capsys):
+    # Linux file names are bytes; Python gives undecodable ones as lone surrogates, which
+    # UTF-8 cannot carry: JSON writes each as its \\u escape (json.loads gives the name
+    # back), SARIF percent-encodes the name's bytes, the HTML page shows \\udcff text.
+    from codeparse.report import write_report
+
+    folder = os.fsencode(tmp_path) + b"/d\xff"
+    os.mkdir(folder)
+    with open(folder + b"/a\xed\xa0\x80<b>.code", "wb") as handle:
+        handle.write(GOOD_CODE)
+    name = os.fsdecode(folder + b"/a\xed\xa0\x80<b>.code")
+    code, out, _ = run_cli(capsys, "check", str(tmp_path), "--isolated", "--format", "json")
+    assert code == 0 and [i["path"] for i in json.loads(out)["inputs"]] == [name]
+    assert "\\udcff" in out and "\udcff" not in out
+    code, out, _ = run_cli(capsys, "check", str(tmp_path), "--isolated", "--format", "jsonl")
+    assert code == 0 and json.loads(out)["path"] == name
+    code, out, _ = run_cli(capsys, "check", name, "--isolated", "--format", "sarif")
+    uri = json.loads(out)["runs"][0]["artifacts"][0]["location"]["uri"]
+    assert code == 0 and uri.endswith("/d%FF/a%ED%A0%80%3Cb%3E.code")
+    assert write_report(tmp_path / "r.html", [str(tmp_path)]) == 0
+    assert "d\\udcff/a\\udced\\udca0\\udc80&lt;b&gt;.code" in (tmp_path / "r.html").read_text(encoding="utf-8")

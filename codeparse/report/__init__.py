@@ -99,5 +99,6 @@ def _rules(codes: list[str]) -> list[dict]:
 def write_report(out: str | os.PathLike, paths: Sequence[str | os.PathLike] = (), **options) -> int:
     """:func:`build_report` written to ``out`` (UTF-8); returns the exit code."""
     html, code = build_report(paths, **options)
-    Path(out).write_text(html, encoding="utf-8")
+    # A file name that is not UTF-8 holds lone surrogates, written as `\udcff` text.
+    Path(out).write_text(html, encoding="utf-8", errors="backslashreplace")
     return code
