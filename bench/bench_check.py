@@ -227,12 +227,16 @@ SPLIT = (
 )
 
 
-def process_split(path: Path) -> tuple[float, float, float]:
+def process_split(path: Path, runs: int = 5) -> tuple[float, float, float]:
     """CPU time of a check process on ``path``: before any import (the interpreter's start),
-    the command's imports, the check (its worker included)."""
-    out = subprocess.run([sys.executable, "-c", SPLIT, *BIG_LIMITS, str(path)], capture_output=True, text=True,
-                         cwd=ROOT, check=True)
-    start, imports, run = map(float, out.stdout.split()[-3:])
+    the command's imports, the check (its worker included); each the median of ``runs``
+    processes (one process's figures move by half on a shared machine)."""
+    parts = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", SPLIT, *BIG_LIMITS, str(path)], capture_output=True, text=True,
+                             cwd=ROOT, check=True)
+        parts.append(tuple(map(float, out.stdout.split()[-3:])))
+    start, imports, run = (statistics.median(column) for column in zip(*parts))
     return start, imports, run
 
 
