@@ -20,7 +20,7 @@ checks it against the pattern of every grammar); elsewhere ``items`` is matched.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from .grammar import Grammar, char_class
 
@@ -121,27 +121,37 @@ def structure_finder(grammar: Grammar):
     return char_class("".join(o + c for o, c in pairs) + _SEPARATOR).finditer, dict(pairs), quotes
 
 
+def _top_level(text: str, start: int, end: int, finder, openers: dict) -> Iterator[int]:
+    """The offset of each separator or closer of ``text[start:end]`` that no bracket
+    encloses, in order; ``-1`` (and nothing after it) where brackets do not nest or stay
+    open at ``end``."""
+    stack: list[str] = []
+    for m in finder(text, start, end):
+        at = m.start()
+        ch = text[at]
+        closer = openers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+        elif not stack:
+            yield at
+        elif ch != _SEPARATOR and stack.pop() != ch:
+            yield -1
+            return
+    if stack:
+        yield -1
+
+
 def split_items(text: str, pos: int, end: int, finder, openers: dict):
     """``(item spans, trailing comma, closer offset)`` of the bracket whose items start at
     ``pos``, as the grammar's ``items`` gives them on ``text[pos:end]`` without quotes or
     line breaks; the closer offset is None when ``items`` stops short of a closer;
     ``_FALLBACK`` where brackets inside do not nest (``items`` is matched there)."""
     spans: list[tuple[int, int]] = []
-    stack: list[str] = []
     start = pos  # of the current item; the first one keeps its leading spaces
-    for m in finder(text, pos, end):
-        at = m.start()
+    for at in _top_level(text, pos, end, finder, openers):
+        if at < 0:
+            return _FALLBACK
         ch = text[at]
-        closer = openers.get(ch)
-        if closer is not None:
-            stack.append(closer)
-            continue
-        if stack:
-            if ch == _SEPARATOR:
-                continue
-            if stack.pop() != ch:
-                return _FALLBACK
-            continue
         # A separator or a closer at the top level ends the current item.
         if at == start:  # an empty item: `items` ends before it
             if not spans:
@@ -163,22 +173,9 @@ def split_list(text: str, start: int, end: int, finder, openers: dict):
     for text without quotes or line breaks; ``_FALLBACK`` where brackets do not nest or a
     closer stands alone (``expr_items`` is matched there)."""
     spans: list[tuple[int, int]] = []
-    stack: list[str] = []
     item = start  # start of the current item; the first one keeps its leading spaces
-    for m in finder(text, start, end):
-        at = m.start()
-        ch = text[at]
-        closer = openers.get(ch)
-        if closer is not None:
-            stack.append(closer)
-            continue
-        if stack:
-            if ch == _SEPARATOR:
-                continue
-            if stack.pop() != ch:
-                return _FALLBACK
-            continue
-        if ch != _SEPARATOR:
+    for at in _top_level(text, start, end, finder, openers):
+        if at < 0 or text[at] != _SEPARATOR:
             return _FALLBACK
         if at == item:  # an empty item: no full match
             return None
@@ -186,8 +183,6 @@ def split_list(text: str, start: int, end: int, finder, openers: dict):
         item = at + 1
         while item < end and text[item] == _SPACE:
             item += 1
-    if stack:
-        return _FALLBACK
     if item < end:
         spans.append((item, end))
     return spans
