@@ -20,7 +20,7 @@ def register(group: click.Group) -> None:
     @group.command("report")
     @click.argument("paths", nargs=-1, metavar="PATH...")
     @click.option("-o", "--output-file", "--output", "output", required=True, metavar="FILE",
-                  help="Where to write the HTML page (one self-contained file).")
+                  help="Where to write the HTML page (one self-contained file); `-` for standard output.")
     @click.option("--script", default=None, metavar="SCRIPT", help="Script side of a pair (.code, directory or archive).")
     @click.option("--trace", default=None, metavar="TRACE", help="Trace side of the pair.")
     @click.option("--target", type=click.Choice(["trace", "export"]), default=None,
@@ -56,8 +56,22 @@ def register(group: click.Group) -> None:
         except PolicyError as exc:
             sys.stderr.write(f"codeparse: error: {exc}\n")
             return 2
+        options = {"script": script, "trace": trace, "policy": policy, "title": title}
+        if output == "-":  # as `check --output-file -`: the page itself on standard output
+            from .report import build_report
+
+            html, code = build_report(list(paths), **options)
+            page = html.encode("utf-8", "backslashreplace")  # lone surrogates of a non-UTF-8 name as text
+            out = getattr(sys.stdout, "buffer", None)
+            if out is not None:
+                sys.stdout.flush()
+                out.write(page)
+                out.flush()
+            else:
+                sys.stdout.write(page.decode("utf-8"))
+            return code
         try:
-            code = write_report(output, list(paths), script=script, trace=trace, policy=policy, title=title)
+            code = write_report(output, list(paths), **options)
         except OSError as exc:
             sys.stderr.write(f"{output}: cannot write: {exc.strerror or exc}\n")
             return 2

@@ -24,6 +24,12 @@ def test_report_command_writes_one_self_contained_page(tmp_path, capsys):
     same = tmp_path / "same.html"  # --output-file, as every command spells it
     assert main(["report", str(ARCHIVE), "--output-file", str(same)]) == 0
     assert same.read_text(encoding="utf-8") == out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    # `-o -` is standard output, as for `check` (it wrote a file named `-`).
+    piped = subprocess.run([sys.executable, "-m", "codeparse", "report", str(ARCHIVE), "-o", "-"], cwd=tmp_path,
+                           capture_output=True, check=False)
+    assert piped.returncode == 0 and not (tmp_path / "-").exists()
+    assert piped.stdout.decode("utf-8") == out.read_text(encoding="utf-8")
     html = out.read_text(encoding="utf-8")
     assert html.startswith("<!doctype html>")
     # Nothing is fetched: no external URL in any attribute, and a policy that forbids it.
