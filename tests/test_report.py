@@ -74,6 +74,24 @@ def test_input_text_reaches_html_only_escaped(tmp_path):
     assert html.count("</script>") == 2  # and the one code view: the input could not close it
 
 
+def test_invisible_and_direction_changing_characters_are_shown_as_escapes(tmp_path):
+    """A string constant with bidi overrides and isolates ("Trojan Source") and C0/C1
+    controls: the code view and every other place the page shows it (the finding, the
+    resolved condition) show the escapes, never the characters that reorder the text."""
+    code = tmp_path / "trojan.code"
+    hidden = "\u202e\u2066\u2069\u2028\x1b\x85"
+    code.write_text('def forward(self,\n    x: Tensor) -> Tensor:\n'
+                    f'  access = "user{hidden} // admin"\n'
+                    '  if torch.eq(access, "admin"):\n    return x\n  return torch.neg(x)\n', encoding="utf-8")
+    html, status = build_report([str(code)])
+    assert status == 0
+    assert not any(ch in html for ch in hidden)
+    shown = "\\u202e\\u2066\\u2069\\u2028\\x1b\\x85"
+    assert f'user<span class="ctrl" title="an invisible character">\\u202e</span>' in html  # the code view
+    assert f"user{shown} // admin" in html  # the finding's message and the resolved condition
+    assert 'class="ctrl"' in html and html.count("<script>") == 1
+
+
 def test_parse_and_check_never_import_jinja2_or_pygments():
     code = (
         "import sys\n"

@@ -6,7 +6,9 @@ code text (:mod:`codeparse.report.highlight`, Pygments) and renders the Jinja2
 templates in ``codeparse/report/templates`` with autoescape on: every string that comes
 from an input reaches the page through autoescape, and nowhere else, but for the code
 lines, which :func:`~codeparse.report.highlight.highlight_html` escapes with
-autoescape's own function (``markupsafe.escape``).  CSS and JS are
+autoescape's own function (``markupsafe.escape``).  Characters a reader cannot see or
+that reorder the text (bidi overrides, C0 and C1 controls) are shown as their escapes
+(:func:`~codeparse.report.highlight.shown_text`, the environment's ``finalize``).  CSS and JS are
 inlined; a Content-Security-Policy forbids every network request, so the file opens
 from disk and asks nothing of the network.
 
@@ -44,12 +46,16 @@ def _environment():
     cannot be made, templates are compiled every time."""
     from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
+    from .highlight import shown_text
+
     try:
-        cache = FileSystemBytecodeCache()
+        # Compiled code depends on the environment's options (``finalize``), which the cache
+        # key does not cover: the name's number changes whenever they do.
+        cache = FileSystemBytecodeCache(pattern="__codeparse_report_2_%s.cache")
     except (OSError, RuntimeError):
         cache = None
     return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
+                       trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache, finalize=shown_text)
 
 
 def build_report(paths: Sequence[str | os.PathLike] = (), script: Optional[str] = None,

@@ -29,7 +29,7 @@ from pygments.token import STANDARD_TYPES, _TokenType, string_to_tokentype
 
 from ..grammar import grammar_dir
 
-__all__ = ["TorchScriptLexer", "highlight_lines", "highlight_html", "style_css"]
+__all__ = ["TorchScriptLexer", "highlight_lines", "highlight_html", "style_css", "shown_text"]
 
 STYLE = "default"
 
@@ -108,11 +108,33 @@ def highlight_lines(text: str) -> list[list[tuple[str, str]]]:
 
 
 _SPECIAL = re.compile("[&<>'\"]").search  # what markupsafe.escape changes
+# Characters a reader cannot see or that reorder what is shown (C0 but tab, LF and CR, DEL, C1,
+# the line and paragraph separators, the bidi embeddings, overrides and isolates): an
+# archive could make its code read differently from what it is ("Trojan Source").  The
+# code view shows each as its escape in a marked span, as the text outputs do (escaping.py).
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown_text(value: object) -> object:
+    """Jinja2's ``finalize``: a string from an input with each character of ``_HIDDEN`` as
+    its escape (then autoescaped as any text); markup and other values as they are."""
+    if type(value) is str and _HIDDEN.search(value):
+        from ..escaping import for_text
+
+        return _HIDDEN.sub(lambda m: for_text(m.group()), value)
+    return value
+
+
+def _shown(match: "re.Match[str]") -> str:
+    from ..escaping import for_text
+
+    return f'<span class="ctrl" title="an invisible character">{for_text(match.group())}</span>'
 
 
 def highlight_html(text: str) -> list:
     """``text`` as lines of HTML (``markupsafe.Markup``, no line ends): the tokens of
-    :func:`highlight_lines`, each coloured one in a ``<span class="...">``, all escaped."""
+    :func:`highlight_lines`, each coloured one in a ``<span class="...">``, all escaped;
+    an invisible or direction-changing character as its escape in ``<span class="ctrl">``."""
     from markupsafe import Markup, escape
 
     opened = {cls: f'<span class="{escape(cls)}">' for cls in _styled()}
@@ -122,6 +144,8 @@ def highlight_html(text: str) -> list:
         for cls, value in line:
             if _SPECIAL(value):
                 value = escape(value)
+            if _HIDDEN.search(value):
+                value = _HIDDEN.sub(_shown, value)
             parts.append(f"{opened[cls]}{value}</span>" if cls else value)
         out.append(Markup("".join(parts)))
     return out
