@@ -27,6 +27,7 @@ from typing import Iterator
 from pygments.lexer import Lexer
 from pygments.token import STANDARD_TYPES, _TokenType, string_to_tokentype
 
+from ..escaping import HIDDEN, escape_char, for_layout
 from ..grammar import grammar_dir
 
 __all__ = ["TorchScriptLexer", "highlight_lines", "highlight_html", "style_css", "shown_text"]
@@ -108,27 +109,19 @@ def highlight_lines(text: str) -> list[list[tuple[str, str]]]:
 
 
 _SPECIAL = re.compile("[&<>'\"]").search  # what markupsafe.escape changes
-# Characters a reader cannot see or that reorder what is shown (C0 but tab, LF and CR, DEL, C1,
-# the line and paragraph separators, the bidi embeddings, overrides and isolates): an
+# Characters a reader cannot see or that reorder what is shown (escaping.HIDDEN: controls
+# but tab, LF and CR, the line separators, the bidi embeddings, overrides and isolates): an
 # archive could make its code read differently from what it is ("Trojan Source").  The
-# code view shows each as its escape in a marked span, as the text outputs do (escaping.py).
-_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
+# page shows each as its escape, as the text outputs do: in the code view in a marked span.
 def shown_text(value: object) -> object:
-    """Jinja2's ``finalize``: a string from an input with each character of ``_HIDDEN`` as
-    its escape (then autoescaped as any text); markup and other values as they are."""
-    if type(value) is str and _HIDDEN.search(value):
-        from ..escaping import for_text
-
-        return _HIDDEN.sub(lambda m: for_text(m.group()), value)
-    return value
+    """Jinja2's ``finalize``: a string from an input with each character of
+    ``escaping.HIDDEN`` as its escape (then autoescaped as any text); markup and other
+    values as they are."""
+    return for_layout(value) if type(value) is str else value
 
 
 def _shown(match: "re.Match[str]") -> str:
-    from ..escaping import for_text
-
-    return f'<span class="ctrl" title="an invisible character">{for_text(match.group())}</span>'
+    return f'<span class="ctrl" title="an invisible character">{escape_char(match)}</span>'
 
 
 def highlight_html(text: str) -> list:
@@ -144,8 +137,8 @@ def highlight_html(text: str) -> list:
         for cls, value in line:
             if _SPECIAL(value):
                 value = escape(value)
-            if _HIDDEN.search(value):
-                value = _HIDDEN.sub(_shown, value)
+            if HIDDEN.search(value):
+                value = HIDDEN.sub(_shown, value)
             parts.append(f"{opened[cls]}{value}</span>" if cls else value)
         out.append(Markup("".join(parts)))
     return out
