@@ -58,17 +58,12 @@ def register(group: click.Group) -> None:
             return 2
         options = {"script": script, "trace": trace, "policy": policy, "title": title}
         if output == "-":  # as `check --output-file -`: the page itself on standard output
+            from .cli_output import opened
             from .report import build_report
 
             html, code = build_report(list(paths), **options)
-            page = html.encode("utf-8", "backslashreplace")  # lone surrogates of a non-UTF-8 name as text
-            out = getattr(sys.stdout, "buffer", None)
-            if out is not None:
-                sys.stdout.flush()
-                out.write(page)
-                out.flush()
-            else:
-                sys.stdout.write(page.decode("utf-8"))
+            with opened(output) as out:  # lone surrogates of a non-UTF-8 name as `\udcff` text, as write_report
+                out.write(html.encode("utf-8", "backslashreplace").decode("utf-8"))
             return code
         try:
             code = write_report(output, list(paths), **options)
