@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LEGACY = Path("/work/shared/fixtures-legacy")
+LEGACY = ROOT / "fixtures" / "legacy"  # real archives saved by older PyTorch versions
 
 CHILD = r"""
 import json, sys

@@ -284,12 +284,12 @@ def _read_archive(path: str, policy: Any, zipped: Optional[tuple]) -> _Archive:
     """One archive read as ``check`` reads it (each code entry parsed once, as plain data,
     the program resolved by :func:`codeparse.resolve.analyse`), and besides every
     ``.debug_pkl`` (as :func:`codeparse.archive.read_archive` reads them: the page shows the
-    original line of every ``if`` and loop), the code texts and the entry sizes.  The
-    pydantic models are built only for ``--target export``, whose rules read an
-    :class:`~codeparse.models.Archive`.  Raises :class:`codeparse.InputError`."""
-    from ..archive import archive_of, reading_archive
+    original line of every ``if`` and loop), the code texts and the entry sizes; under
+    ``--target export``, ``check``'s own export report of it
+    (:func:`codeparse.check.archive_export_report`).  Raises :class:`codeparse.InputError`."""
+    from ..archive import reading_archive
     from ..cache import EntryCache
-    from ..check import archive_report, selected
+    from ..check import archive_export_report, selected
     from ..checkdata import input_report
     from ..resolve import all_findings, analyse
 
@@ -298,9 +298,7 @@ def _read_archive(path: str, policy: Any, zipped: Optional[tuple]) -> _Archive:
         files = opened.files
         origins = opened.every_origin()
         if policy.target == "export":
-            extras: dict = {}
-            report = archive_report(path, archive_of(opened, extras), extras, policy).model_dump(mode="json")
-            analysis = analyse(files, opened.root_class())  # resolved again, as plain data (a few ms; no parse)
+            report, analysis = archive_export_report(path, opened, policy)
         else:
             head = opened.findings + opened.debug_findings()
             analysis = analyse(files, opened.root_class())
