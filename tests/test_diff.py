@@ -170,14 +170,17 @@ def test_never_confidently_wrong(case, form):
             assert answer.reason in ("indistinguishable", "tie", "no_evidence", "mixed")
 
 
-def test_accuracy_figures_in_the_readme():
+def test_accuracy_figures_in_the_readme_and_the_guide():
     counts = accuracy()
     readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
-    line = (f"{counts['right']} right, {counts['ambiguous']} ambiguous, {counts['wrong']} wrong "
-            f"({counts['unscored']} more answers have no recorded truth")
+    guide = (FIXTURES.parent / "docs" / "diff.md").read_text(encoding="utf-8")
+    line = f"{counts['right']} right, {counts['ambiguous']} ambiguous, {counts['wrong']} wrong"
+    unscored = f"({counts['unscored']} more answers have no recorded truth"
     assert counts["wrong"] == 0
+    assert line + " " + unscored in guide, line
     assert line in readme, line
-    assert f"checks all {len(TRUTH_CASES)} recorded fixtures" in readme
+    for text in (readme, guide):
+        assert f"checks all {len(TRUTH_CASES)} recorded fixtures" in text
 
 
 @pytest.mark.parametrize("case", KNOWN)

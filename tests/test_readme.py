@@ -1,4 +1,5 @@
-"""README.md stays true: its commands, shown output, code table and example are checked."""
+"""README.md and the docs pages stay true: their commands, shown output, code tables and
+examples are checked (tests/test_docs.py checks the generated examples and builds the site)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ from codeparse.codes import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GETTING_STARTED = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+# A console block right after this marker is written by scripts/docs_examples.py and
+# checked by tests/test_docs.py (it may be shortened), not here.
+GENERATED = "<!-- example "
 
 
-def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+def blocks(lang: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
 def run(args: list[str], **env) -> subprocess.CompletedProcess:
@@ -43,7 +48,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert script.rstrip().endswith('python -m pytest -q tests/ "$@"')
 
 
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def run_here(args: list[str], capfd, monkeypatch) -> tuple[int, str]:
@@ -67,8 +72,11 @@ def test_every_shown_codeparse_command_prints_what_is_shown(doc, capfd, monkeypa
     (`python -m codeparse` as a process is tested in tests/test_cli.py.)"""
     text = doc.read_text(encoding="utf-8")
     checked = 0
-    for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
+    for match in re.finditer(r"^([^\n]*)\n```console\n(.*?)```", text, flags=re.S | re.M):
+        before, block = match.groups()
         first, _, shown = block.partition("\n")
+        if before.startswith(GENERATED):
+            continue
         if not first.startswith("$ codeparse ") or any(c in first for c in "|;>#"):
             continue
         lines = shown.rstrip().splitlines()
@@ -80,12 +88,12 @@ def test_every_shown_codeparse_command_prints_what_is_shown(doc, capfd, monkeypa
         assert "\n".join(line.rstrip() for line in actual.splitlines()) == "\n".join(lines), first
         assert code == expected_exit, first
         checked += 1
-    if doc.name == "README.md":
-        assert checked >= 5
+    if doc.name in ("ci.md", "export.md", "diff.md"):
+        assert checked >= 3, doc
 
 
 def test_bad_input_output_is_real(tmp_path):
-    block = next(b for b in blocks("console") if "/tmp/bad.code" in b)
+    block = next(b for b in blocks("console", GETTING_STARTED) if "/tmp/bad.code" in b)
     lines = block.rstrip().splitlines()
     bad = tmp_path / "bad.code"
     bad.write_text("def forward(self,\n    x: Tensor) -> Tensor:\n  y = = x\n  return x\n")
@@ -96,32 +104,42 @@ def test_bad_input_output_is_real(tmp_path):
 
 
 def test_json_excerpt_is_real():
-    block = next(b for b in blocks("console") if "excerpt: the second if" in b)
+    block = next(b for b in blocks("console", GETTING_STARTED) if "excerpt: the second if" in b)
     actual = run(["parse", "fixtures/text/custom_model/script.code", "--format", "json"]).stdout
     for needle in ('"resolved": "torch.eq(self.branch_testing, True)"', '"callee": "(custom_layer1).forward"', '"start": 335'):
         assert needle in block and needle in actual
 
 
 def test_library_example_prints_what_it_says():
-    code = blocks("python")[0]
+    code = blocks("python", GETTING_STARTED)[0]
     expected = [line[2:] for line in code.splitlines() if line.startswith("# ")]
     out = io.StringIO()
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         with contextlib.redirect_stdout(out):
-            exec(compile(code, "README.md", "exec"), {})
+            exec(compile(code, "docs/getting-started.md", "exec"), {})
     finally:
         os.chdir(cwd)
     assert out.getvalue().splitlines() == expected
 
 
-def test_code_table_lists_every_code():
-    rows = re.findall(r"^\| `(CP\d{3})` \| `(\w+)` \| (\w+) \|", README, flags=re.M)
-    assert [(code, c.name, c.severity) for code, c in CODES.items()] == rows
+def test_code_tables_in_the_pages_name_each_code_as_the_code_table_does():
+    """A hand-written table row naming a code, its name and severity (docs/ci.md lists the
+    archive codes with their exit status) says what codeparse/codes.py says."""
+    rows = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        rows += [(doc.name, *row) for row in re.findall(r"^\| `(CP\d{3})` \| `(\w+)` \| (\w+) \|", text, flags=re.M)]
+    assert len(rows) >= 20
+    for page, code, name, severity in rows:
+        assert code in CODES, (page, code)
+        assert (name, severity) == (CODES[code].name, CODES[code].severity), (page, code)
 
 
 def test_benchmark_figures_match_the_recorded_run():
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     recorded = [l for l in (ROOT / "bench" / "results.md").read_text().splitlines() if l.startswith("| ")]
+    assert recorded
     for line in recorded:
-        assert line in README, line
+        assert line in page, line
