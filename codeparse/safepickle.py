@@ -130,8 +130,11 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
     returns are held to ``max_objects`` by ``len(data)`` plus those elements, checked
     once at the start and at each such call (not once per opcode).  A memo index may
     not exceed the entries the memo holds (``PUT`` writes them in order), so it never
-    exceeds the opcodes read.  Anything else (another opcode or global, frames, a bound
-    that might be exceeded, truncated or malformed data) raises :class:`NotPlain`, and
+    exceeds the opcodes read.  An admitted global must be called: one left in the value
+    (a tuple holding it, a pickle that ends before its ``REDUCE``) is the unpickler's to
+    give, since its ``find_class`` may return another object for the name.  Anything else
+    (another opcode or global, frames, a bound that might be exceeded, truncated or
+    malformed data) raises :class:`NotPlain`, and
     the caller reads ``data`` again with the unpickler, which gives the value, the
     finding or the error: refusing here is always safe, so each check may be stricter
     than the unpickler's, never looser.
@@ -152,6 +155,7 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
     callables = {id(f) for f in allowed.values()}
     counted = {id(f) for f in list_builders}
     extra = 0  # list elements copied by counted builders
+    uncalled = 0  # admitted globals pushed (by GLOBAL or a memo GET) and not yet called
     u32 = _U32
     pos = 0
     try:
@@ -183,8 +187,11 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
                 second = pop()
                 stack[-1] = (stack[-1], second, third)
             elif op == 0x6A:  # LONG_BINGET
-                push(memo[u32(data, pos)[0]])
+                value = memo[u32(data, pos)[0]]
                 pos += 4
+                if id(value) in callables:
+                    uncalled += 1
+                push(value)
             elif op == 0x71:  # BINPUT
                 index = data[pos]
                 pos += 1
@@ -203,8 +210,11 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
                 push(str(data[pos:pos + size], "utf-8", "surrogatepass"))
                 pos += size
             elif op == 0x68:  # BINGET
-                push(memo[data[pos]])
+                value = memo[data[pos]]
                 pos += 1
+                if id(value) in callables:
+                    uncalled += 1
+                push(value)
             elif op == 0x72:  # LONG_BINPUT
                 index = u32(data, pos)[0]
                 pos += 4
@@ -265,6 +275,7 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
                 pos = second + 1
                 if key not in allowed:
                     raise NotPlain
+                uncalled += 1
                 push(allowed[key])
             elif op == 0x52:  # REDUCE, of an admitted global only
                 args = pop()
@@ -272,6 +283,7 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
                 if type(args) is not tuple or id(func) not in callables:
                     raise NotPlain
                 value = func(*args)
+                uncalled -= 1
                 if id(func) in counted:
                     extra += len(value)
                     if end + extra > max_objects:
@@ -282,6 +294,8 @@ def load_plain(data: bytes, max_objects: int, allowed: Mapping[tuple[str, str], 
                     raise NotPlain
                 pos += 1
             elif op == 0x2E:  # STOP
+                if uncalled:  # a global kept as a value: the unpickler's object is its own
+                    raise NotPlain
                 return pop()
             else:
                 raise NotPlain

@@ -4,6 +4,8 @@ every mutation of it: the value, or it leaves the decision to the unpickler."""
 
 from __future__ import annotations
 
+import pickle
+import pickletools
 import zipfile
 from pathlib import Path
 
@@ -55,6 +57,22 @@ def test_the_fast_path_reads_every_fixture_as_the_unpickler_does():
         assert load_plain(data, budget, ALLOWED_GLOBALS, (_as_list,)) == _Restricted(data, budget).load()
         fast = _outcome(lambda d: read_debug_pkl(d, max_rows=5000, max_chars=200_000)._rows, data)
         assert fast[0] == "value" and fast == _slow(debuginfo, data)
+
+
+def test_a_global_the_pickle_does_not_call_is_left_to_the_unpickler():
+    """A real .debug_pkl whose first REDUCE is turned into TUPLE2: the value holds the
+    `build_intlist` global itself, which the unpickler gives as its own object.  The fast
+    path defers (it returned its own function, a value the unpickler never gives)."""
+    data = next(d for d in PKLS if b"build_intlist" in d)
+    reduce_at = next(pos for op, _arg, pos in pickletools.genops(data) if op.name == "REDUCE")
+    changed = data[:reduce_at] + pickle.TUPLE2 + data[reduce_at + 1:]
+    budget = 8 * len(changed) + 4096
+    with pytest.raises(NotPlain):
+        load_plain(changed, budget, ALLOWED_GLOBALS, (_as_list,))
+    with pytest.raises(NotPlain):  # one that ends before the call
+        load_plain(b"\x80\x02ctorch.jit._pickle\nbuild_intlist\n.", 4096, ALLOWED_GLOBALS, (_as_list,))
+    assert _outcome(lambda d: read_debug_pkl(d, max_rows=5000, max_chars=200_000)._rows, changed) \
+        == _slow(debuginfo, changed)
 
 
 @settings(max_examples=250, deadline=None)
