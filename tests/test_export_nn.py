@@ -1,0 +1,131 @@
+"""``check --target export`` against what ``torch.export.export`` really does with every
+scriptable ``torch.nn`` class.
+
+``fixtures/nn_export/record.json`` (``fixtures/record_nn_export.py``) records, per class
+(and a few variants with other saved attribute values), each ordinary input's export:
+ok, or the exception and the innermost ``torch/nn/`` frame of the failure.  The archives
+beside it are the same modules scripted and saved.  Two promises are checked here:
+
+* no ``blocked`` verdict where torch exports some ordinary input;
+* every real data-dependent failure is predicted at its line (a CP401/CP402/CP405 whose
+  origin or related line is the failure's frame, conditional ones included).
+
+The disagreements that remain are listed by name (``KNOWN_*``): the test fails when one
+is mended without the list being shortened, as when a new one appears.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import codeparse
+from codeparse.check import policy_with
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER = ROOT / "fixtures" / "nn_export"
+RECORD = json.loads((FOLDER / "record.json").read_text(encoding="utf-8"))
+CASES = sorted(c for c, v in RECORD["cases"].items() if v["archive"])
+BLOCKING = {"CP401", "CP402", "CP405"}
+EXPORT = policy_with(codeparse.Policy(), target="export")
+
+# Blocked where torch exports: a blocker codeparse finds on a path no ordinary input takes.
+KNOWN_BLOCKED_WHERE_TORCH_EXPORTS = {
+    "FractionalMaxPool2d", "FractionalMaxPool3d", "GRU", "LSTM", "LSTM_batch_first", "LSTM_bidirectional", "RNN",
+    "Transformer", "TransformerDecoder", "TransformerEncoder",
+}
+# Real data-dependent failures no blocking finding names at their line: (case, input).
+KNOWN_MISSED = {
+    ("CTCLoss", "batched"), ("CTCLoss", "unbatched"),  # aten._ctc_loss.Tensor: no fake kernel for tensor lengths
+    ("LSTM", "packed"), ("LSTM_batch_first", "packed"), ("LSTM_bidirectional", "packed"),  # torch.lstm with batch_sizes
+}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    report = codeparse.check([str(FOLDER / RECORD["cases"][c]["archive"]) for c in CASES], EXPORT)
+    return dict(zip(CASES, report.inputs))
+
+
+def _lines(finding) -> set[tuple[str, int]]:
+    out = {(r.path, r.line) for r in finding.related}
+    if finding.origin is not None:
+        out.add((finding.origin.path, finding.origin.line))
+    return out
+
+
+def measure(reports) -> dict:
+    inputs = ok = failed = data_dependent = predicted = 0
+    blocked_where_exports, missed = set(), set()
+    for case in CASES:
+        rec = RECORD["cases"][case]
+        item = reports[case]
+        lines = set().union(*(_lines(f) for f in item.findings if f.code in BLOCKING))
+        exported = False
+        for label, got in rec["inputs"].items():
+            inputs += 1
+            if got["ok"]:
+                ok += 1
+                exported = True
+                continue
+            failed += 1
+            if got["data_dependent"]:
+                data_dependent += 1
+                frame = got["frame"]
+                if frame is not None and (frame["path"], frame["line"]) in lines:
+                    predicted += 1
+                else:
+                    missed.add((case, label))
+        if exported and item.export.verdict == "blocked":
+            blocked_where_exports.add(case)
+    return {"cases": len(CASES), "classes": len({RECORD["cases"][c]["class"] for c in CASES}), "inputs": inputs,
+            "ok": ok, "failed": failed, "data_dependent": data_dependent, "predicted_at_line": predicted,
+            "blocked_where_torch_exports": blocked_where_exports, "missed": missed}
+
+
+def test_verdicts_hold_against_the_record(reports):
+    got = measure(reports)
+    assert got["blocked_where_torch_exports"] == KNOWN_BLOCKED_WHERE_TORCH_EXPORTS
+    assert got["missed"] == KNOWN_MISSED
+    # The figures the export guide quotes.
+    assert {k: got[k] for k in ("cases", "classes", "inputs", "ok", "failed", "data_dependent", "predicted_at_line")} == {
+        "cases": 136, "classes": 132, "inputs": 229, "ok": 219, "failed": 10, "data_dependent": 10,
+        "predicted_at_line": 5}
+
+
+def test_record_covers_every_scriptable_class():
+    """Every class the IR oracle's corpus scripts is recorded here (containers with no
+    ``forward`` aside), and every recorded archive is in the folder."""
+    corpus = json.loads((ROOT / "fixtures" / "nn_corpus" / "manifest.json").read_text(encoding="utf-8"))
+    recorded = {v["class"] for v in RECORD["cases"].values() if v["archive"]}
+    no_forward = {"Container", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "RNNBase", "RNNCellBase"}
+    assert set(corpus["scripted"]) - recorded == no_forward
+    assert {p.name for p in FOLDER.glob("*.pt")} == {RECORD["cases"][c]["archive"] for c in CASES}
+    assert RECORD["torch_version"].startswith("2.13.0")
+
+
+def _recorder():
+    spec = importlib.util.spec_from_file_location("record_nn_export", ROOT / "fixtures" / "record_nn_export.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.torch
+def test_torch_export_still_does_what_was_recorded():
+    """Re-run torch.export.export on a sample (a clean class, and the three standard
+    modules whose calls really block): a torch that changes behaviour shows here (then
+    re-record with fixtures/record_nn_export.py)."""
+    import torch
+
+    rec = _recorder()
+    root = rec._torch_root(torch)
+    all_cases = rec.cases(rec._corpus(), torch)
+    for case in RECORD["sample"]:
+        name, kwargs, factory = all_cases[case]
+        with rec.quiet():
+            fresh = rec.record_case(torch, name, kwargs, factory, case, root, write=False)
+        assert fresh == RECORD["cases"][case], case
