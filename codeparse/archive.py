@@ -644,6 +644,16 @@ class OpenedArchive:
     def root_class(self) -> Optional[str]:
         return self.legacy_root or _root_class(self.reader, self.root_name)
 
+    def code_text(self, display: str) -> Optional[str]:
+        """The text of one code file, as its spans index it (None for a model.json archive,
+        whose files codeparse.legacy builds)."""
+        found = None if self.legacy else self._entries.get(display)
+        if found is None:
+            return None
+        from .api import decode_text
+
+        return decode_text(found[2])
+
     def origins(self, display: str) -> Optional[Any]:
         """Code line -> original ``(file, line)`` for one code file (``.get(line)``), from its
         ``.debug_pkl``, read (and unpickled, or taken from the content cache) on the first
@@ -837,6 +847,7 @@ def archive_of(opened: OpenedArchive, extras: Optional[dict] = None) -> Archive:
         extras["offset_maps"] = opened.line_maps
         extras["traced"] = opened.traced
         extras["files"] = files
+        extras["text"] = opened.code_text
     return archive
 
 

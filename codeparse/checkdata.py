@@ -102,6 +102,7 @@ def finding(d: dict, origin: Optional[dict] = None) -> dict:
         "code": d["code"], "name": d["name"], "severity": d["severity"], "message": d["message"], "path": d["path"],
         "span": get("span"), "args": get("args") or {}, "origin": origin if origin is not None else get("origin"),
         "sources": get("sources") or [], "related": get("related") or [], "library": get("library", False),
+        "guards": get("guards") or [],
     }
 
 
@@ -123,12 +124,17 @@ def report(inputs: list[dict], policy: Limits, counts: dict[str, int], exit_code
 _SPAN = {"start": int, "end": int, "line": int, "column": int, "end_line": int, "end_column": int}
 _LOCATION = {"path": str, "line": int}
 _KINDS = frozenset({"tensor_value", "tensor_shape", "argument", "attribute", "runtime", "unknown", "constant"})
+_GUARD = {"condition": str, "kind": _KINDS, "branch": frozenset({"then", "else"}), "path": str, "line": int,
+          "decided": ("opt", str)}
 _FINDING = {"code": str, "name": str, "severity": frozenset({"error", "warning", "info"}), "message": str, "path": str,
             "span": ("opt", _SPAN), "args": ("map", str), "origin": ("opt", _LOCATION),
-            "sources": [{"ref": str, "kind": _KINDS, "type": str}], "related": [_LOCATION], "library": bool}
+            "sources": [{"ref": str, "kind": _KINDS, "type": str}], "related": [_LOCATION], "library": bool,
+            "guards": [_GUARD]}
 _PICKLE = {"entry": str, "globals": [str], "opcodes": int, "dangerous": [str], "unknown": [str], "error": ("opt", str)}
 _VERDICT = {"verdict": frozenset({"exports", "exports_with_specializations", "blocked", "cannot_tell"}),
-            "blocked": [_LOCATION], "specializations": int, "unknown": int, "reason": str}
+            "blocked": [_LOCATION], "specializations": int, "unknown": int, "reason": str,
+            "blocked_when": [{"when": str, "guard": _GUARD, "at": _LOCATION, "code": str}],
+            "library_specializations": int}
 INPUT_SHAPE = {"path": str, "kind": frozenset({"archive", "code", "checkpoint", "pickle", "pt2", "lfs_pointer", "other"}),
                "readable": bool, "files": int, "branches": int, "findings": [_FINDING], "pickles": [_PICKLE],
                "export": ("opt", _VERDICT)}

@@ -52,11 +52,11 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     tty = getattr(out, "isatty", lambda: False)()
     console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
                       width=width or (None if tty else 200))
-    from .reporters import library_summary
+    from .reporters import library_summary, summarised
 
     style = {"error": "bold red", "warning": "yellow", "info": "dim"}
     for item in report.inputs:
-        findings = [f for f in item.findings if include_library or not f.library]
+        findings = [f for f in item.findings if include_library or not summarised(f)]
         if quiet and not findings:
             continue
         head = f"{item.path} ({item.kind}"

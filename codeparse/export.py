@@ -22,11 +22,18 @@ Constant conditions give nothing.  Each finding carries ``origin`` and ``related
 archive's ``.debug_pkl`` maps them at the offset, so a conversion inlined into the
 ``if`` line from the line above gets its own line).
 
-The verdict (:class:`codeparse.models.ExportVerdict`): ``blocked`` when any CP401,
-CP402 or CP405 is found (certain, whatever else is); else ``cannot_tell`` when a
+Each finding carries its guards (:mod:`codeparse.pathguards`): the branches that enclose
+it, in its function and at the call sites on the way from ``forward``.  A CP401, CP402
+or CP405 under a guard the call chooses (an argument, an optional input, an attribute)
+is conditional: a warning that says when export fails, listed in the verdict's
+``blocked_when``.
+
+The verdict (:class:`codeparse.models.ExportVerdict`): ``blocked`` when a CP401, CP402
+or CP405 is reached on every call (certain, whatever else is); else ``cannot_tell`` when a
 condition is ``unknown`` or the archive was saved by ``torch.jit.trace`` (a trace
 dropped its branches, so the text cannot show what export would meet); else
-``exports_with_specializations`` when any CP403/CP404; else ``exports``.
+``exports_with_specializations`` when any CP403/CP404 in the model's own code (those in
+torch's library code are counted apart, ``library_specializations``); else ``exports``.
 
 The rules read the code files as plain data (``CodeFile.model_dump(mode="json")``) and
 give findings and the verdict as plain data (:mod:`codeparse.checkdata`), so ``check``
@@ -90,7 +97,31 @@ def _condition_finding(path: str, function: str, what: str, span: dict, cond: di
     return _finding("CP404", path, span, origin, related, sources=sources_text(cond), **common)
 
 
-def _function_findings(path: str, fn: dict, locate: Locate) -> list[dict]:
+# (qualified function, offset) -> the guards of that position (plain), or None when the
+# saved module state never runs it.
+GuardsOf = Callable[[str, int], Optional[list[dict]]]
+
+
+def _no_guards(qualified: str, offset: int) -> list[dict]:
+    return []
+
+
+def _guarded(f: dict, guards: list[dict]) -> dict:
+    """The finding with its guards; a blocker under a guard the call chooses is a warning
+    that says when export fails."""
+    from .pathguards import conditional, guard_text, public
+
+    f["guards"] = public(guards)
+    if f["code"] in BLOCKING and conditional(guards):
+        chosen = [g for g in guards if g["kind"] in ("argument", "attribute") and g["decided"] is None][-1]
+        f["severity"] = "warning"
+        f["message"] += (f"; reached only {guard_text(chosen)} ({chosen['kind']}, {chosen['path']}:{chosen['line']}), "
+                         "so export fails only for calls that take that branch")
+        f["args"]["when"] = guard_text(chosen)
+    return f
+
+
+def _function_findings(path: str, fn: dict, locate: Locate, guards_of: GuardsOf = _no_guards) -> list[dict]:
     out: list[dict] = []
     covered: list[tuple[int, int]] = []  # conditions' tests and the conversions they rest on
     name = fn["qualified_name"]
@@ -100,18 +131,24 @@ def _function_findings(path: str, fn: dict, locate: Locate) -> list[dict]:
             if cond is None:  # a loop with no test
                 continue
             span = block["span"]
-            f = _condition_finding(path, name, what, span, cond, locate)
-            if f is not None:
-                out.append(f)
             covered.append((span["start"], span["end"]))
             covered.extend((s["start"], s["end"]) for s in cond["related"])
+            guards = guards_of(name, span["start"])
+            if guards is None:  # a branch the saved state never runs
+                continue
+            f = _condition_finding(path, name, what, span, cond, locate)
+            if f is not None:
+                out.append(_guarded(f, guards))
     for conv in fn["scalar_conversions"]:
         start = conv["start"]
         if any(a <= start < b for a, b in covered):
             continue
+        guards = guards_of(name, start)
+        if guards is None:
+            continue
         origin = locate(path, start, conv["line"])
         text = excerpt(_conversion_text(fn, start))
-        out.append(_finding("CP405", path, conv, origin, [], conversion=text, function=name))
+        out.append(_guarded(_finding("CP405", path, conv, origin, [], conversion=text, function=name), guards))
     return out
 
 
@@ -122,32 +159,43 @@ def _conversion_text(fn: dict, start: int) -> str:
     return "int(…)"
 
 
-def _file_findings(cf: dict, live: Optional[set[str]], locate: Locate) -> list[dict]:
+def _file_findings(cf: dict, live: Optional[set[str]], locate: Locate, guards_of: GuardsOf = _no_guards) -> list[dict]:
     """The findings of one code file's functions (those in ``live``; all with None), by position."""
     path = cf["path"]
     out: list[dict] = []
     for fns in [c["methods"] for c in cf["classes"]] + [cf["functions"]]:
         for fn in fns:
             if live is None or fn["qualified_name"] in live:
-                out.extend(_function_findings(path, fn, locate))
+                out.extend(_function_findings(path, fn, locate, guards_of))
     out.sort(key=lambda f: f["span"]["start"] if f["span"] else -1)
     return out
 
 
 def verdict_data(findings: Iterable[dict], traced: bool = False) -> dict:
     """The :class:`~codeparse.models.ExportVerdict` of these findings (plain data, in its field order)."""
+    from .pathguards import guard_text
+
     blocked: list[dict] = []
-    specializations = unknown = 0
+    blocked_when: list[dict] = []
+    specializations = library_specializations = unknown = 0
     for f in findings:
         code = f["code"]
         if code in BLOCKING:
             loc = f["origin"]
             if loc is None:
                 loc = {"path": f["path"], "line": f["span"]["line"] if f["span"] else 0}
-            if loc not in blocked:
+            if f["severity"] != "error":  # conditional: only calls that take a branch meet it
+                guard = [g for g in f["guards"] if g["kind"] in ("argument", "attribute") and g["decided"] is None][-1]
+                entry = {"when": guard_text(guard), "guard": guard, "at": loc, "code": code}
+                if entry not in blocked_when:
+                    blocked_when.append(entry)
+            elif loc not in blocked:
                 blocked.append(loc)
         elif code in ("CP403", "CP404"):
-            specializations += 1
+            if _in_library(f):
+                library_specializations += 1
+            else:
+                specializations += 1
         elif code == "CP406":
             unknown += 1
     if blocked:
@@ -161,8 +209,16 @@ def verdict_data(findings: Iterable[dict], traced: bool = False) -> dict:
         kind, reason = "exports_with_specializations", "export fixes some branches to the ones the example takes"
     else:
         kind, reason = "exports", "no reachable branch, loop or conversion stands in the way"
+    if kind == "exports" and blocked_when:
+        reason = "a construct export cannot trace is reached only under a branch the call chooses"
     return {"verdict": kind, "blocked": blocked, "specializations": specializations, "unknown": unknown,
-            "reason": reason}
+            "reason": reason, "blocked_when": blocked_when, "library_specializations": library_specializations}
+
+
+def _in_library(f: dict) -> bool:
+    from .check import is_library
+
+    return is_library(f)
 
 
 def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origins: Callable[[str], Any]) -> Locate:
@@ -192,12 +248,24 @@ def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origi
 
 
 def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Locate,
-                        traced: bool = False) -> tuple[list[dict], dict]:
+                        traced: bool = False, analysis: Any = None,
+                        text: Optional[Callable[[str], Optional[str]]] = None) -> tuple[list[dict], dict]:
     """CP401-CP406 for the functions reachable from ``forward`` (all when nothing is
     reachable) of an archive's code files (plain data, ``CodeFile.model_dump(mode="json")``),
-    and the verdict: plain data, as ``check`` reports them."""
+    and the verdict: plain data, as ``check`` reports them.
+
+    With ``analysis`` (:class:`codeparse.resolve.Analysis`: its call sites and entry
+    points) and ``text`` (a code file's text by path), each finding carries its guards
+    (:mod:`codeparse.pathguards`)."""
     live = set(reachable) or None
-    findings = [f for cf in files for f in _file_findings(cf, live, locate)]
+    guards_of: GuardsOf = _no_guards
+    if analysis is not None:
+        from .pathguards import PathGuards, functions_of
+
+        paths = PathGuards(functions_of(files, live), analysis.sites, analysis.entry_points,
+                           text or (lambda path: None), locate, condition_excerpt)
+        guards_of = paths.of
+    findings = [f for cf in files for f in _file_findings(cf, live, locate, guards_of)]
     return findings, verdict_data(findings, traced)
 
 
@@ -217,12 +285,15 @@ def archive_export(archive: Any, extras: Optional[dict] = None) -> tuple[list[An
         found = source_map.get(path)
         return None if found is None else _Origins(found)
 
+    from .resolve import analyse
+
     files = extras.get("files")
     if files is None:
         files = [cf.model_dump(mode="json") for cf in archive.files]
+    analysis = analyse(files, archive.root_class, condition_findings=False)  # its call sites
     found, verdict = archive_export_data(files, archive.reachable,
                                          archive_locate((extras.get("offset_maps") or {}).get, origins),
-                                         bool(extras.get("traced")))
+                                         bool(extras.get("traced")), analysis, extras.get("text"))
     return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
 
 
@@ -265,4 +336,14 @@ def verdict_line(path: str, v: Any, limit: int = 8) -> str:
         text += f" ({v.specializations} specialization{'s' if v.specializations != 1 else ''})"
     elif v.verdict == "cannot_tell":
         text += f" ({v.reason})"
+    when = v.blocked_when
+    if when and not v.blocked:
+        parts = [f"{w.when} ({w.guard.kind}, {w.guard.path}:{w.guard.line}): {w.code} at {w.at.path}:{w.at.line}"
+                 for w in when[:limit]]
+        if len(when) > limit:
+            parts.append(f"and {len(when) - limit} more")
+        text += "; blocked only " + "; ".join(parts)
+    if v.library_specializations:
+        n = v.library_specializations
+        text += f"; {n} specialization{'s' if n != 1 else ''} in torch's library code"
     return text

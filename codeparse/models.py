@@ -248,6 +248,22 @@ class SourceLocation(Node):
     line: int = Field(description="1-based line in that file.")
 
 
+class Guard(Node):
+    """A branch that encloses a finding (``check --target export``): the ``if`` whose side the
+    finding sits on, in its function or at a call site on the way from ``forward``."""
+
+    condition: str = Field(description="The condition as the finding's message shows it (resolved, on one line).")
+    kind: ConditionKind = Field(description="What the condition depends on.")
+    branch: Literal["then", "else"] = Field(description="The side of the `if` the finding sits on.")
+    path: str = Field(description="Where the `if` is: its original file (else the code file).")
+    line: int = Field(description="1-based line of the `if` in `path`.")
+    decided: Optional[str] = Field(
+        default=None,
+        description="The saved attribute value that makes this branch run on every call (`self.training = False`), "
+        "read from the archive's `data.pkl`; null when the value does not decide it.",
+    )
+
+
 class Finding(Diagnostic):
     """A coded finding of ``check``: a :class:`Diagnostic` plus where the code came from."""
 
@@ -269,6 +285,11 @@ class Finding(Diagnostic):
         default=False,
         description="In torch's own library code (`__torch__/torch/...`, origin under `torch/`): summarised in "
         "text output unless `include_library`; still counts for `fail_on`.",
+    )
+    guards: list[Guard] = Field(
+        default_factory=list,
+        description="Export findings: the branches that enclose the finding, outermost first, through the calls "
+        "from `forward` (empty for other findings).",
     )
 
 
@@ -402,6 +423,15 @@ class Policy(Node):
 ExportVerdictKind = Literal["exports", "exports_with_specializations", "blocked", "cannot_tell"]
 
 
+class BlockedWhen(Node):
+    """A conditional blocker: where export fails, and the branch that leads there."""
+
+    when: str = Field(description="The branch as text: ``when `torch.__isnot__(batch_sizes, None)` ``.")
+    guard: Guard = Field(description="The innermost guard the call chooses.")
+    at: SourceLocation = Field(description="The blocking line (original, else the code line).")
+    code: str = Field(description="The blocking finding's code (CP401, CP402, CP405).")
+
+
 class ExportVerdict(Node):
     """Will this input export with ``torch.export``? (``check --target export``)."""
 
@@ -414,9 +444,17 @@ class ExportVerdict(Node):
         default_factory=list,
         description="Where export fails: the original line (else the code line) of each blocking finding.",
     )
-    specializations: int = Field(default=0, description="CP403/CP404 findings: branches export fixes to the example.")
+    specializations: int = Field(default=0, description="CP403/CP404 findings in the model's own code: branches export fixes to the example.")
     unknown: int = Field(default=0, description="CP406 findings: conditions of unknown kind.")
     reason: str = Field(default="", description="Why, in one sentence (for `cannot_tell` on a trace: its branches were dropped).")
+    blocked_when: list[BlockedWhen] = Field(
+        default_factory=list,
+        description="Blockers reached only under a branch the call chooses (an argument, an optional input, an "
+        "attribute the saved values do not decide): export fails only for calls that take it.",
+    )
+    library_specializations: int = Field(
+        default=0, description="CP403/CP404 findings in torch's own library code (counted apart from `specializations`)."
+    )
 
 
 class PickleReport(Node):

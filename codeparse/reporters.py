@@ -27,7 +27,7 @@ from typing import Any, Iterable, NamedTuple, Optional, TextIO
 from .escaping import for_text
 
 __all__ = ["Location", "location", "render_concise", "render_github", "render_statistics", "statistics",
-           "library_summary", "github_escape_data", "github_escape_property"]
+           "library_summary", "summarised", "github_escape_data", "github_escape_property"]
 
 _GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -74,16 +74,28 @@ def location(finding: Any, source_root: Optional[str | os.PathLike] = None, memo
     return Location(finding.path, span.line, span.column, span.end_line, span.end_column, False)
 
 
+_DECIDING = frozenset({"CP401", "CP402", "CP405"})
+
+
+def summarised(finding: Any) -> bool:
+    """In torch's library code and summarised in text output: every library finding but an
+    export blocker reached on every call (an error CP401/CP402/CP405), which decides a
+    ``blocked`` verdict and so is always shown."""
+    if not getattr(finding, "library", False):
+        return False
+    return not (finding.code in _DECIDING and finding.severity == "error")
+
+
 def _shown(report: Any, include_library: bool) -> Iterable[Any]:
     for item in report.inputs:
         for finding in item.findings:
-            if include_library or not getattr(finding, "library", False):
+            if include_library or not summarised(finding):
                 yield finding
 
 
 def library_summary(report: Any) -> Optional[str]:
     """One line for the findings in torch's library code, or None when there are none."""
-    hidden = [f for item in report.inputs for f in item.findings if getattr(f, "library", False)]
+    hidden = [f for item in report.inputs for f in item.findings if summarised(f)]
     if not hidden:
         return None
     codes: dict[str, int] = {}

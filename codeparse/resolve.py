@@ -397,9 +397,13 @@ class Analysis:
     """
 
     def __init__(self, prog: _Program, graph: dict[str, list[str]], root_class: Optional[str],
-                 reachable: list[str], per_file: dict[str, list[dict]], conditions: list[tuple]):
+                 reachable: list[str], per_file: dict[str, list[dict]], conditions: list[tuple],
+                 sites: Optional[dict[str, list[tuple[str, int]]]] = None, entry_points: Optional[list[str]] = None):
         self.prog = prog
         self.graph = graph
+        # caller -> (callee, offset of the call) for every call of a known function, in order
+        self.sites = sites or {}
+        self.entry_points = entry_points or []
         self.root_class = root_class
         self.reachable = reachable
         self.per_file = per_file
@@ -467,10 +471,12 @@ def analyse(files: list[dict], root_class: Optional[str],
 
     # The call graph.
     graph: dict[str, list[str]] = {}
+    sites: dict[str, list[tuple[str, int]]] = {}
     for qn, fn in prog.functions.items():
         owner = prog.owner.get(qn)
         file_path = prog.function_file[qn]
         edges: list[str] = []
+        calls_here = sites[qn] = []
         for call in fn["calls"]:
             target = None
             kind, method, receiver = call["kind"], call["method"], call["receiver"]
@@ -501,8 +507,10 @@ def analyse(files: list[dict], root_class: Optional[str],
                         reported.add(target)
                         add(file_path, diagnostic("CP317", file_path, call["span"], name=target))
                     continue
-            if target and target in prog.functions and target not in edges:
-                edges.append(target)
+            if target and target in prog.functions:
+                calls_here.append((target, call["span"]["start"]))
+                if target not in edges:
+                    edges.append(target)
         graph[qn] = edges
 
     # The root module and what its forward reaches.
@@ -529,7 +537,7 @@ def analyse(files: list[dict], root_class: Optional[str],
                 conditions.append((path, name, if_, live))
                 if live and condition_findings:
                     add(path, condition_diagnostic(path, name, if_))
-    return Analysis(prog, graph, root_class, reachable, per_file, conditions)
+    return Analysis(prog, graph, root_class, reachable, per_file, conditions, sites, entry_points)
 
 
 def all_findings(analysis: Analysis, files: list[dict], head: Iterable[dict], maps: dict[str, Any]) -> list[dict]:

@@ -33,10 +33,7 @@ BLOCKING = {"CP401", "CP402", "CP405"}
 EXPORT = policy_with(codeparse.Policy(), target="export")
 
 # Blocked where torch exports: a blocker codeparse finds on a path no ordinary input takes.
-KNOWN_BLOCKED_WHERE_TORCH_EXPORTS = {
-    "FractionalMaxPool2d", "FractionalMaxPool3d", "GRU", "LSTM", "LSTM_batch_first", "LSTM_bidirectional", "RNN",
-    "Transformer", "TransformerDecoder", "TransformerEncoder",
-}
+KNOWN_BLOCKED_WHERE_TORCH_EXPORTS: set[str] = set()
 # Real data-dependent failures no blocking finding names at their line: (case, input).
 KNOWN_MISSED = {
     ("CTCLoss", "batched"), ("CTCLoss", "unbatched"),  # aten._ctc_loss.Tensor: no fake kernel for tensor lengths
@@ -129,3 +126,58 @@ def test_torch_export_still_does_what_was_recorded():
         with rec.quiet():
             fresh = rec.record_case(torch, name, kwargs, factory, case, root, write=False)
         assert fresh == RECORD["cases"][case], case
+
+
+def _blocking(item):
+    return [f for f in item.findings if f.code in BLOCKING]
+
+
+def test_standard_modules_export_with_conditional_blockers(reports):
+    """nn.LSTM, nn.TransformerEncoder and nn.Transformer export with ordinary inputs (the
+    record says so); their blockers sit under a branch the call chooses (a PackedSequence's
+    batch_sizes, a mask given without is_causal), so each verdict is `exports` and lists
+    the branch in `blocked_when`, and each blocker is a warning that carries its guards."""
+    lstm = reports["LSTM"]
+    assert lstm.export.verdict == "exports" and lstm.export.blocked == []
+    when = {(w.guard.condition, w.guard.kind, w.guard.path, w.guard.line, w.at.line) for w in lstm.export.blocked_when}
+    assert ("torch.__isnot__(batch_sizes, None)", "argument", "torch/nn/modules/rnn.py", 336, 337) in when
+    f = next(f for f in _blocking(lstm) if f.origin.line == 337)
+    assert f.severity == "warning" and "reached only when `torch.__isnot__(batch_sizes, None)`" in f.message
+    assert [(g.kind, g.branch, g.line) for g in f.guards] == [("argument", "then", 336)]
+    for case in ("TransformerEncoder", "Transformer"):
+        item = reports[case]
+        assert item.export.verdict == "exports", case
+        assert [(w.at.path, w.at.line, w.code) for w in item.export.blocked_when] == [
+            ("torch/nn/modules/transformer.py", 1245, "CP405")], case
+        assert all(f.severity == "warning" for f in _blocking(item))
+    # The record: these export for every ordinary input but the one that takes the branch.
+    for case, label in (("LSTM", "packed"), ("TransformerEncoder", "mask"), ("Transformer", "mask")):
+        inputs = RECORD["cases"][case]["inputs"]
+        assert [k for k, v in inputs.items() if not v["ok"]] == [label]
+        frame = inputs[label]["frame"]
+        assert any((frame["path"], frame["line"]) in _lines(f) for f in _blocking(reports[case])) \
+            or (case, label) in KNOWN_MISSED
+
+
+def test_guards_follow_calls_and_else_branches(reports):
+    """A blocker's guards include those of the call sites on the way from forward, and the
+    side of each if (then/else)."""
+    item = reports["TransformerEncoder"]
+    f = next(f for f in _blocking(item) if f.origin.line == 1245)
+    assert [(g.kind, g.branch, g.line) for g in f.guards] == [("argument", "then", 1236), ("tensor_shape", "then", 1244)]
+    frac = reports["FractionalMaxPool2d"]
+    assert frac.export.verdict == "exports" and frac.export.blocked_when
+    assert all(f.guards[0].kind == "argument" for f in _blocking(frac))
+
+
+def test_table_shows_library_blockers_that_decide_a_blocked_verdict():
+    from codeparse.reporters import summarised
+    from codeparse.models import Finding
+
+    def finding(code, severity):
+        return Finding(code=code, name="n", severity=severity, message="m", path="a.pt!a/code/__torch__/torch/x.py",
+                       library=True)
+
+    assert not summarised(finding("CP405", "error"))  # decides `blocked`: always shown
+    assert summarised(finding("CP405", "warning"))  # conditional: summarised with the library's findings
+    assert summarised(finding("CP403", "info"))
