@@ -9,7 +9,8 @@ checkout's root on the bundled fixtures) and optionally ``keep``, the output lin
 (1-based, inclusive ranges; a cut is shown as one ``…`` line).  In the page, the block is
 the ```` ```console ```` fence right after the marker line ``<!-- example ID -->``.  The
 block is ``$ command``, the output (each line's trailing blanks removed, paths of the
-checkout shown as ``.``) and ``[exit N]`` when the exit status is not 0.
+checkout shown as ``.`` and of the Python environment as ``<venv>``) and ``[exit N]`` when
+the exit status is not 0.
 
 Add an example: write the marker and an empty console block into the page, add an entry
 to ``docs/examples.toml``, run this script.  ``tests/test_docs.py`` runs every example
@@ -73,7 +74,7 @@ def load(path: Path = EXAMPLES) -> list[Example]:
 
 def block(example: Example, code: int, output: str) -> str:
     """The console block's text (without the fences) for one run."""
-    lines = [line.rstrip() for line in output.replace(str(ROOT), ".").rstrip().splitlines()]
+    lines = [line.rstrip() for line in _placed(output).rstrip().splitlines()]
     if example.keep:
         shown, last = [], 0
         for start, end in example.keep:
@@ -87,6 +88,12 @@ def block(example: Example, code: int, output: str) -> str:
     if code != 0:
         lines.append(f"[exit {code}]")
     return "\n".join([f"$ {example.command}", *lines]) + "\n"
+
+
+def _placed(output: str) -> str:
+    """The output with this machine's paths shown as placeholders: the Python environment's
+    (``<venv>``; torch's own files lie there) and then the checkout's (``.``)."""
+    return output.replace(str(Path(sys.prefix)), "<venv>").replace(str(ROOT), ".")
 
 
 def blocks_in(text: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -43,7 +44,7 @@ API_SECTIONS = [
 
 def rule_pages() -> dict[str, str]:
     """``reference/rules/...`` path -> markdown: an index and one page per code."""
-    from codeparse.rules import explain, render_text
+    from codeparse.rules import explain
 
     codes = _codes()
     pages = {}
@@ -52,12 +53,7 @@ def rule_pages() -> dict[str, str]:
         rule = explain(code)
         rows.append(f"| [`{code}`]({code.lower()}.md) | `{entry.name}` | {entry.severity} | "
                     f"{_cell(rule['message'])} |")
-        pages[f"reference/rules/{code.lower()}.md"] = "\n".join([
-            f"# {code} {entry.name}", "",
-            f"Severity: **{entry.severity}**. "
-            f"[All codes](index.md) · generated from `grammars/rules.toml`.", "",
-            "```console", f"$ codeparse rule {code}", render_text(code).rstrip(), "```", "",
-        ])
+        pages[f"reference/rules/{code.lower()}.md"] = rule_page(rule)
     pages["reference/rules/index.md"] = "\n".join([
         "# Finding codes", "",
         "Every code codeparse reports: a stable code, a snake_case name, a severity and a message "
@@ -74,6 +70,21 @@ def rule_pages() -> dict[str, str]:
     return pages
 
 
+def rule_page(rule: dict[str, str]) -> str:
+    """One code's page: the fields ``codeparse rule CODE`` prints, as markdown."""
+    lines = [
+        f"# {rule['code']} `{rule['name']}`", "",
+        f"**{rule['severity']}** · [all codes](index.md) · "
+        f"`codeparse rule {rule['code']}` prints this page's text", "",
+        "**Message.** " + rule["message"].replace("|", "&#124;"), "",
+        "## Why it matters", "", rule["why"], "",
+        "## How to fix", "", rule["fix"], "",
+    ]
+    if rule["example"]:
+        lines += ["## Example", "", "```", rule["example"], "```", ""]
+    return "\n".join(lines)
+
+
 def cli_page() -> str:
     """The CLI reference: mkdocs-click over the click group, wherever it is defined."""
     module, name = _cli_group()
@@ -88,7 +99,7 @@ def cli_page() -> str:
         "    :prog_name: codeparse",
         "    :depth: 1",
         "    :style: table",
-        "    :list_subcommands: true",
+        "    :list_subcommands: false",
         "",
     ])
 
@@ -159,7 +170,20 @@ def on_files(files, config):
     return files
 
 
+def on_page_content(html, page, config, files):
+    """Tidy what the generators write: docstrings' Sphinx roles (``:class:`X```) shown as
+    code, and the default mkdocs-click prints for an option without one (``Sentinel.UNSET``,
+    click's marker for "no default") left empty."""
+    if page.file.src_uri == "reference/api.md":
+        html = _ROLE.sub(r"\g<code>", html)
+    if page.file.src_uri == "reference/cli.md":
+        html = html.replace("<code>Sentinel.UNSET</code>", "")
+    return html
+
+
 # ------------------------------------------------------------------------ helpers
+
+_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):(?P<code><code>)~?")
 
 
 def _codes():

@@ -13,7 +13,7 @@ import pytest
 
 from codeparse.cli import main
 from codeparse.codes import CODES
-from codeparse.rules import render_text
+from codeparse.rules import explain, render_text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -49,11 +49,20 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Parse TorchScript" in api or "parse_text" in api
 
 
-def test_one_rule_page_per_code_as_codeparse_rule_prints_it():
+def test_one_rule_page_per_code_as_codeparse_rule_prints_it(capsys):
     pages = docs_site.rule_pages()
     assert set(pages) == {f"reference/rules/{c.lower()}.md" for c in CODES} | {"reference/rules/index.md"}
     for code in CODES:
-        assert render_text(code).rstrip() in pages[f"reference/rules/{code.lower()}.md"], code
+        page = pages[f"reference/rules/{code.lower()}.md"]
+        assert main(["rule", code]) == 0
+        printed = capsys.readouterr().out
+        assert printed == render_text(code)
+        rule = explain(code)
+        for field in ("name", "severity", "why", "fix", "example"):
+            assert rule[field] in page, (code, field)
+        assert all(rule[field] in printed for field in ("name", "severity", "why", "fix")), code
+        assert "\n".join(f"    {line}" for line in rule["example"].splitlines()) in printed, code
+        assert rule["message"].replace("|", "&#124;") in page and rule["message"] in printed, code
         assert f"[`{code}`]({code.lower()}.md)" in pages["reference/rules/index.md"]
 
 
@@ -124,3 +133,11 @@ def test_readme_export_figures_are_the_export_guide_figures():
     assert recall and precision
     assert f"({recall[1]} of {recall[2]})" in README
     assert f"({precision[1]} of {precision[2]})" in README
+
+
+def test_readme_links_the_pictures_of_the_built_site():
+    """scripts/docs_screenshots.py writes them; each a PNG under 200 KB."""
+    for name in ["site-rule.png", "site-export.png", "report.png"]:
+        assert f"](docs/{name})" in README, name
+        data = (ROOT / "docs" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) <= 200 * 1024, name
