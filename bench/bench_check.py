@@ -62,9 +62,9 @@ TORCH_WALK = (
 BIG_LIMITS = ["--max-entry-bytes", str(1 << 30), "--max-total-bytes", str(1 << 31)]
 PEAK = (
     "import sys, tracemalloc, codeparse\n"
-    "from codeparse.models import Policy\n"
+    "from codeparse.contract.check import Policy\n"
     "p = Policy(max_entry_bytes=1 << 30, max_total_bytes=1 << 31)\n"
-    "import codeparse.check, codeparse.archive, codeparse.resolve, codeparse.cache  # imports excluded\n"
+    "import codeparse.gate.run, codeparse.archive.torchscript, codeparse.text.program, codeparse.text.cache  # imports excluded\n"
     "tracemalloc.start()\n"
     "codeparse.check(sys.argv[1:], p)\n"
     "print(tracemalloc.get_traced_memory()[1])\n"
@@ -112,13 +112,13 @@ def measure(paths: list[Path], runs: int, rounds: int, cache: Path) -> dict[str,
     import torch
 
     import codeparse
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
 
     names = [str(p) for p in paths]
     policy = Policy(max_entry_bytes=1 << 30, max_total_bytes=1 << 31)
     codeparse.check(names, policy)  # warm-up: grammar compiled, modules imported
     cold = cpu_best(rounds, lambda: codeparse.check(names, policy))
-    budget = importlib.import_module("codeparse.budget")
+    budget = importlib.import_module("codeparse.gate.budget")
     bounded = budget.available
     budget.available = lambda: False  # inputs read in this process: no worker, no budget
     try:
@@ -150,15 +150,15 @@ def measure(paths: list[Path], runs: int, rounds: int, cache: Path) -> dict[str,
 # Where a cold check's time goes: (label, module, attribute) of the stages timed, nested
 # stages listed after the stage that holds them.
 STAGES = (
-    ("parse: every entry read as one program", "codeparse.resolve", "parse_program"),
-    ("  statement classifier (declarations pre-pass)", "codeparse.api", "prepare_text"),
-    ("  definitions walked", "codeparse.api", "start_file"),
-    ("  conditions, calls, references (inference)", "codeparse.api", "finish_file"),
-    ("program resolved: types, call graph, findings", "codeparse.resolve", "analyse"),
-    ("debug info of files with findings (`.debug_pkl`)", "codeparse.archive", "OpenedArchive.origins"),
-    ("pickle scan of `data.pkl`, `constants.pkl`; bytecode", "codeparse.archive", "OpenedArchive.tail_findings"),
-    ("findings (plain data)", "codeparse.resolve", "to_finding"),
-    ("`Report` models for the caller (`codeparse.check`)", "codeparse.checkdata", "report_model"),
+    ("parse: every entry read as one program", "codeparse.text.program", "parse_program"),
+    ("  statement classifier (declarations pre-pass)", "codeparse.text.reader", "prepare_text"),
+    ("  definitions walked", "codeparse.text.reader", "start_file"),
+    ("  conditions, calls, references (inference)", "codeparse.text.reader", "finish_file"),
+    ("program resolved: types, call graph, findings", "codeparse.text.program", "analyse"),
+    ("debug info of files with findings (`.debug_pkl`)", "codeparse.archive.torchscript", "OpenedArchive.origins"),
+    ("pickle scan of `data.pkl`, `constants.pkl`; bytecode", "codeparse.archive.torchscript", "OpenedArchive.tail_findings"),
+    ("findings (plain data)", "codeparse.text.program", "to_finding"),
+    ("`Report` models for the caller (`codeparse.check`)", "codeparse.contract.records", "report_model"),
 )
 
 
@@ -166,7 +166,7 @@ def stages(paths: list[Path], rounds: int = 3) -> tuple[float, list[tuple[str, f
     """CPU time of a cold ``check`` in this process (no worker) and of each stage in it: the
     round of ``rounds`` with the smallest total."""
     import codeparse
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
 
     spent: dict[str, float] = {}
     undo = []
@@ -187,7 +187,7 @@ def stages(paths: list[Path], rounds: int = 3) -> tuple[float, list[tuple[str, f
             owner = getattr(owner, part)
         undo.append((owner, name, getattr(owner, name)))
         setattr(owner, name, timed(label, getattr(owner, name)))
-    budget = importlib.import_module("codeparse.budget")
+    budget = importlib.import_module("codeparse.gate.budget")
     bounded = budget.available
     budget.available = lambda: False
     policy = Policy(max_entry_bytes=1 << 30, max_total_bytes=1 << 31)
@@ -218,11 +218,11 @@ SPLIT = (
     "    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime\n"
     "start = cpu()\n"
     "import importlib, io, contextlib\n"
-    "import codeparse.cli, codeparse.cli_check\n"
-    "checker = importlib.import_module('codeparse.check')\n"
+    "import codeparse.cli.app, codeparse.cli.check\n"
+    "checker = importlib.import_module('codeparse.gate.run')\n"
     "imported = cpu()\n"
     "with contextlib.redirect_stdout(io.StringIO()):\n"
-    "    codeparse.cli.main(['check', '--format', 'jsonl', '--config', '/dev/null', *sys.argv[1:]])\n"
+    "    codeparse.cli.app.main(['check', '--format', 'jsonl', '--config', '/dev/null', *sys.argv[1:]])\n"
     "print(start, imported - start, cpu() - imported)\n"
 )
 

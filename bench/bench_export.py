@@ -47,8 +47,9 @@ def measure(rounds: int) -> dict[str, float]:
     the ``codeparse`` found first on the path."""
     from _timing import cpu_time
 
-    from codeparse.check import check, policy_with
-    from codeparse.models import Policy
+    from codeparse.gate.run import check
+    from codeparse.gate.policy import policy_with
+    from codeparse.contract.check import Policy
 
     paths = inputs()
     policies = {t: policy_with(Policy(), target=t) for t in TARGETS}

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import codeparse  # noqa: E402
-from codeparse.legacy import read_bytecode  # noqa: E402
+from codeparse.archive.legacy import read_bytecode  # noqa: E402
 from test_archive_bad import raw_zip, stored  # noqa: E402
 from test_hostile import attribute_chain, ifelse_blocks, temporaries  # noqa: E402
 

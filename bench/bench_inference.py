@@ -30,7 +30,7 @@ from _timing import CHILD_HEAD, before_after  # bench/ is on sys.path when run a
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = CHILD_HEAD + r"""
-from codeparse import extract
+from codeparse.text import extract
 spent = [0.0, 0]
 answer = extract.Extractor._condition
 def timed(*args):

@@ -43,8 +43,8 @@ def measure(base_steps: int = 1000, factor: int = 8, rounds: int = 3) -> list[tu
     """(stage, µs/byte at 1×, µs/byte at 8×, ratio) for parse_text, check and ops."""
     sys.path.insert(0, str(ROOT))
     import codeparse
-    from codeparse import operators
-    from codeparse.check import check
+    from codeparse.infer import operators
+    from codeparse.gate.run import check
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="codeparse-linear-") as tmp:

@@ -110,7 +110,7 @@ import sys
 sys.path.insert(0, sys.argv[3])
 import codeparse
 from _timing import cpu_best
-from codeparse.models import Policy
+from codeparse.contract.check import Policy
 from codeparse.report import build_report
 path, rounds, policy = sys.argv[1], int(sys.argv[2]), Policy()
 codeparse.check([path], policy)
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import codeparse
     import make_corpus  # bench/ is on sys.path when run as a script
-    from codeparse.report import write_report
+    from codeparse.report.page import write_report
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     os.environ.update(env)

@@ -30,8 +30,10 @@ from _timing import CHILD_HEAD, before_after  # bench/ is on sys.path when run a
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = CHILD_HEAD + r"""
-from codeparse import api, extract, parser
-from codeparse.source import SourceText
+from codeparse import api
+from codeparse.parse import statements as parser
+from codeparse.text import extract
+from codeparse.parse.source import SourceText
 grammars = [codeparse.load_grammar(api.detect_grammar(t) or "torchscript-v2") for t in texts]
 for f in files:
     codeparse.parse_file(f, as_dict=True)

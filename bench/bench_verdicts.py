@@ -44,8 +44,8 @@ root, mode, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, root)
 import codeparse
 if sys.argv[5] == "nofollow":
-    import codeparse.inference
-    codeparse.inference.FOLLOW_CALLS = False
+    import codeparse.infer.conditions
+    codeparse.infer.conditions.FOLLOW_CALLS = False
 data = Path(sys.argv[4])
 if mode == "parse":
     files = sorted((data / "fixtures" / "text").glob("*/*.code"))
@@ -55,7 +55,7 @@ if mode == "parse":
     size = sum(len(t.encode()) for t in texts)
 elif mode == "check":
     from codeparse.check import check
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
     paths = [str(p) for p in sorted((data / "fixtures" / "archives").glob("*.pt"))]
     work = lambda: check(paths, Policy())
     size = sum(Path(p).stat().st_size for p in paths)
@@ -135,7 +135,7 @@ def main() -> int:
         f"{args.repeat} alternating processes per side.",
         "",
         "",
-        "*not following*: this checkout with `codeparse.inference.FOLLOW_CALLS = False` (rule 3's",
+        "*not following*: this checkout with `codeparse.infer.conditions.FOLLOW_CALLS = False` (rule 3's",
         "following of calls off, every other rule on); the last column is what following calls costs.",
         "",
         "| input | size | before | after, not following | after | **throughput after / before** "

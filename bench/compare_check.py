@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LEGACY = "fixtures/legacy"  # real archives saved by older PyTorch versions
 BIG = ["--max-entry-bytes", str(1 << 30), "--max-total-bytes", str(1 << 31)]
 API = ("import sys, codeparse\n"
-       "from codeparse.models import Policy\n"
+       "from codeparse import Policy\n"
        "r = codeparse.check(sys.argv[2:], Policy(target=sys.argv[1]))\n"
        "print(r.model_dump_json(indent=1)); print(repr(r.inputs[0].findings[:3]))\n")
 

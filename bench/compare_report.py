@@ -6,7 +6,7 @@
 ``BASE_CHECKOUT`` is another checkout of codeparse (``git worktree add /tmp/base main``).
 One process per checkout (run with ``-P`` and that checkout alone on ``PYTHONPATH``, from
 this checkout's folder, so that input paths are the same) writes the page of every case
-with :func:`codeparse.report.build_report`, and the two pages of each case (and their
+with :func:`codeparse.report.page.build_report`, and the two pages of each case (and their
 exit codes) are compared byte for byte.  The cases: each fixture archive under both
 targets, each legacy fixture, the folders of fixture model files and of code texts, code
 texts at the edges of decoding, each script/trace pair of ``fixtures/text`` and the
@@ -30,7 +30,7 @@ LEGACY = ROOT / "fixtures" / "legacy"  # real archives saved by older PyTorch ve
 CHILD = r"""
 import json, sys
 from pathlib import Path
-from codeparse.models import Policy
+from codeparse import Policy
 from codeparse.report import build_report
 cases, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
 for n, (paths, options) in enumerate(cases):

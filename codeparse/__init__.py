@@ -11,34 +11,37 @@ stable code (``codeparse rule CP201`` explains one).  The offline path needs onl
 ``regex`` and ``pydantic``; torch is imported only by the functions that need it.
 """
 
-import sys as _sys
-import types as _types
+# One subpackage per stage, from text to findings (docs/how-it-works.md): contract (models,
+# codes), grammar, files, parse, infer, rules, text, pickles, archive, gate (check), output,
+# trace (diff), report, cli.
 
 # ``import codeparse`` loads no pydantic, and not the parser: the models and the functions
 # are exported lazily (PEP 562), each imported on first use from the table ``_LAZY``
 # below (``codeparse check`` answered from a warm cache never loads the parser).  Add a
 # public name there (name -> (module, attribute)) and to ``__all__``.
-_API = ("InputError", "detect_grammar", "from_module", "iter_inputs", "parse_bytes", "parse_file", "parse_text")
-_GRAMMAR = ("GrammarError", "available_grammars", "load_grammar")
-_MODELS = (
+_TEXT_MODELS = (
     "Call", "ClassAttribute", "ClassDef", "CodeFile", "Condition", "ConditionSource", "Diagnostic",
     "Function", "IfStatement", "Loop", "Param", "SelfRef", "Signature", "Span",
-    "Archive", "Finding", "Policy", "Report",  # issue 3
-    "DiffReport", "IfDiff", "LostCall", "OperatorInfo", "OperatorUse", "UnrolledLoop", "BakedConstant",  # issue 4
-    "InputReport", "Branch", "PickleReport", "SourceLocation", "ModuleNode", "DiffCall", "ModuleDiff",  # issue 11
-    "CaptureWarning", "CaptureError",
 )
-# Public name -> (module, attribute), imported on first use.  `codeparse.diff(script, trace)`
-# and `codeparse.capture(module, inputs)` live in modules named differently (`tracediff`,
-# `capturing`) so that the names stay functions.
+_CHECK_MODELS = ("Archive", "Finding", "Policy", "Report", "InputReport", "Branch", "PickleReport", "SourceLocation",
+                 "ModuleNode")
+_DIFF_MODELS = ("DiffReport", "IfDiff", "LostCall", "OperatorInfo", "OperatorUse", "UnrolledLoop", "BakedConstant",
+                "DiffCall", "ModuleDiff", "CaptureWarning", "CaptureError")
+_READER = ("detect_grammar", "iter_inputs", "parse_bytes", "parse_file", "parse_text")
+_GRAMMAR = ("GrammarError", "available_grammars", "load_grammar")
+# Public name -> (module, attribute), imported on first use.
 _LAZY: dict[str, tuple[str, str]] = {
-    **{name: (".models", name) for name in _MODELS},
-    **{name: (".api", name) for name in _API},
-    **{name: (".grammar", name) for name in _GRAMMAR},
-    "check": (".check", "check"),  # issue 3: `codeparse.check` is this function, not the module
-    "diff": (".tracediff", "diff"),
-    "capture": (".capturing", "capture"),
-    "CaptureReport": (".capturing", "CaptureReport"),  # issue 11
+    **{name: (".contract.text", name) for name in _TEXT_MODELS},
+    **{name: (".contract.check", name) for name in _CHECK_MODELS},
+    **{name: (".contract.diff", name) for name in _DIFF_MODELS},
+    **{name: (".text.reader", name) for name in _READER},
+    **{name: (".grammar.engine", name) for name in _GRAMMAR},
+    "InputError": (".contract.errors", "InputError"),
+    "from_module": (".api", "from_module"),
+    "check": (".gate.run", "check"),
+    "diff": (".trace.compare", "diff"),
+    "capture": (".trace.capture", "capture"),
+    "CaptureReport": (".trace.capture", "CaptureReport"),
 }
 
 
@@ -48,38 +51,20 @@ def __getattr__(name: str):
 
         module, attribute = _LAZY[name]
         value = getattr(importlib.import_module(module, __name__), attribute)
-        if name != "check":
-            globals()[name] = value
+        globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-class _Package(_types.ModuleType):
-    """The package module.  Importing the submodule ``codeparse.check`` sets the attribute
-    ``check`` on its package; here that assignment is dropped, so ``codeparse.check``
-    stays the function."""
-
-    @property
-    def check(self):
-        return __getattr__("check")
-
-    @check.setter
-    def check(self, value) -> None:
-        if not isinstance(value, _types.ModuleType):
-            raise AttributeError("codeparse.check is a function; patch codeparse.check.check instead")
-
-
-_sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 
 
 def open_archive(path, policy=None) -> "Archive":
-    """Read a saved TorchScript archive without torch (see :mod:`codeparse.archive`).
+    """Read a saved TorchScript archive without torch (see :mod:`codeparse.archive.torchscript`).
 
     Raises :class:`InputError` (with ``.code``) when it cannot be read at all.
     """
-    from .archive import open_archive as _open
+    from .archive.torchscript import open_archive as _open
 
     return _open(path, policy)
 

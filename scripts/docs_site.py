@@ -44,7 +44,7 @@ API_SECTIONS = [
 
 def rule_pages() -> dict[str, str]:
     """``reference/rules/...`` path -> markdown: an index and one page per code."""
-    from codeparse.rules import explain
+    from codeparse.rules.explain import explain
 
     codes = _codes()
     pages = {}
@@ -187,7 +187,7 @@ _ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):(?P<code><code>)
 
 
 def _codes():
-    module = _first_module("codeparse.contract.codes", "codeparse.codes")
+    module = _first_module("codeparse.contract.codes", "codeparse.contract.codes")
     return module.CODES
 
 

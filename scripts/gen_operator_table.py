@@ -17,8 +17,8 @@ torch give identical bytes::
 
 Each operator holds its schemas with the operator name left off (``aten::add`` +
 ``.Tensor(...)`` is the schema as torch prints it) and a string of binding codes, one per
-Python namespace holding a callable of the operator's name (``codeparse.operators.BINDINGS``).
-The content is built by ``codeparse.operators.build_table``, the same code that answers live
+Python namespace holding a callable of the operator's name (``codeparse.infer.operators.BINDINGS``).
+The content is built by ``codeparse.infer.operators.build_table``, the same code that answers live
 lookups, so the table and live torch agree.
 """
 
@@ -47,7 +47,7 @@ def main(argv=None):
     parser.add_argument("--out", default=OUT)
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
-    from codeparse.operators import build_table
+    from codeparse.infer.operators import build_table
 
     table = build_table()
     data, raw = encode(table)

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from codeparse.report import write_report
+    from codeparse.report.page import write_report
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "custom_model.html"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.archive import archive_code_files
-from codeparse.debuginfo import ForbiddenGlobal, line_origins, read_debug_pkl
+from codeparse.archive.torchscript import archive_code_files
+from codeparse.archive.debuginfo import ForbiddenGlobal, line_origins, read_debug_pkl
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"
@@ -169,7 +169,7 @@ def test_legacy_archives_are_read(name):
 
 
 def test_parse_command_accepts_archives(capsys):
-    from codeparse.cli import main
+    from codeparse.cli.app import main
 
     code = main(["parse", str(CUSTOM_SCRIPT), "--format", "jsonl"])
     out, err = capsys.readouterr()
@@ -277,7 +277,7 @@ def test_torch_package_with_one_code_folder_per_id(tmp_path):
 
 def test_debug_pkl_bombs_are_refused_without_building_them():
     """A string table reused a million times, or more ranges than code bytes, is refused."""
-    from codeparse.debuginfo import DebugInfoError
+    from codeparse.archive.debuginfo import DebugInfoError
 
     table_bomb = ("FORMAT_WITH_STRING_TABLE", ["x" * 1000, "f.py"], ((0, (([0] * 100_000, 1, 1), 0, 1), 0),))
     with pytest.raises(DebugInfoError, match="too long"):

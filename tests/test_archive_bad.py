@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.check import check_input
-from codeparse.cli import main
-from codeparse.models import Policy
+from codeparse.gate.run import check_input
+from codeparse.cli.app import main
+from codeparse.contract.check import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 CUSTOM_SCRIPT = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
@@ -244,7 +244,7 @@ def test_debug_pkl_naming_a_forbidden_global(tmp_path):
 
 def test_every_issue3_code_is_produced(tmp_path):
     """Each row this issue added to the code table is produced by some input here."""
-    from codeparse.codes import CODES
+    from codeparse.contract.codes import CODES
 
     produced: set[str] = set()
     # Condition codes over the fixture archives (CP201-CP208).
@@ -333,8 +333,9 @@ def test_the_first_bytes_of_stored_entries_are_the_ones_zipfile_gives(monkeypatc
     head is zipfile's (bytes, or None where zipfile refuses)."""
     import random
 
-    from codeparse import archive
-    from codeparse.checkdata import Limits
+    from codeparse.archive import torchscript as archive
+    from codeparse.files import zipread
+    from codeparse.contract.records import Limits
 
     rng = random.Random(3)
     paths = sorted((ROOT / "fixtures" / "archives").glob("*.pt"))[::25] + [ROOT / "fixtures" / "files" / "exported.pt2"]
@@ -342,7 +343,7 @@ def test_the_first_bytes_of_stored_entries_are_the_ones_zipfile_gives(monkeypatc
 
     def heads(data: bytes, fast: bool) -> list:
         try:
-            reader, _ = archive._open_zip("x.pt", Limits(), data)
+            reader, _ = zipread.open_zip("x.pt", Limits(), data)
         except codeparse.InputError:
             return []
         if not fast:

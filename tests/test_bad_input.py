@@ -168,7 +168,7 @@ def test_text_of_another_printer_is_a_grammar_mismatch():
 
 
 def test_match_timeout_is_reported(monkeypatch):
-    from codeparse.grammar import load_grammar
+    from codeparse.grammar.engine import load_grammar
 
     grammar = load_grammar()
     monkeypatch.setitem(grammar.limits, "match_timeout", 1e-9)
@@ -178,7 +178,7 @@ def test_match_timeout_is_reported(monkeypatch):
 
 def test_every_code_in_the_table_is_produced_and_nothing_else():
     """Each row of the code table is reachable; no code outside it is ever produced."""
-    from codeparse.codes import CODES
+    from codeparse.contract.codes import CODES
 
     produced: set[str] = set()
     inputs = [
@@ -197,11 +197,11 @@ def test_every_code_in_the_table_is_produced_and_nothing_else():
         produced.update(codes(parse_text(text)))
     produced.update(codes(parse_bytes(CUSTOM.encode().replace(b"branch", b"br\xffanch", 1), "x")))  # CP110
     produced.update(codes(parse_text("op_version_set = 1\n" + CUSTOM, grammar="torchscript-v2")))  # CP303
-    from codeparse.legacy import parse_method_file, read_model_json
+    from codeparse.archive.legacy import parse_method_file, read_model_json
 
     model = read_model_json('{"mainModule": {"name": "m"}}')
     produced.update(codes(parse_method_file(CUSTOM.replace("x, ", "CONSTANTS.c0, ", 1), "m", model.main, model=model)))  # CP350
-    from codeparse.legacy import bytecode_diagnostic
+    from codeparse.archive.legacy import bytecode_diagnostic
 
     produced.add(bytecode_diagnostic(b"\x80\x02(K\x08t.", "m.ptl", "m/bytecode.pkl")["code"])  # CP351
     produced.add(bytecode_diagnostic(b"", "m.ptl", "m/bytecode.pkl")["code"])  # CP352

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse import debuginfo
-from codeparse.archive import read_archive
-from codeparse.cache import FORMAT, EntryCache
-from codeparse.cli import main
-from codeparse.models import Policy
+from codeparse.archive import debuginfo
+from codeparse.archive.torchscript import read_archive
+from codeparse.text.cache import FORMAT, EntryCache
+from codeparse.cli.app import main
+from codeparse.contract.check import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"
@@ -147,7 +147,7 @@ def test_an_entry_cache_without_a_folder_writes_nothing(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["custom_model.script.pt", "params.script.pt"])
 def test_one_parse_per_entry(name, monkeypatch):
     """The pre-pass classifies each entry once; each entry is then walked and read once."""
-    from codeparse import api
+    from codeparse.text import reader
 
     counts = {"prepare": 0, "start": 0, "finish": 0}
 
@@ -158,23 +158,23 @@ def test_one_parse_per_entry(name, monkeypatch):
         return wrapped
 
     for key in counts:
-        monkeypatch.setattr(api, f"{key}_text" if key == "prepare" else f"{key}_file",
-                            counting(getattr(api, f"{key}_text" if key == "prepare" else f"{key}_file"), key))
+        monkeypatch.setattr(reader, f"{key}_text" if key == "prepare" else f"{key}_file",
+                            counting(getattr(reader, f"{key}_text" if key == "prepare" else f"{key}_file"), key))
     archive = read_archive(ARCHIVES / name)
     n = len(archive.files)
     assert counts == {"prepare": n, "start": n, "finish": n}
 
 
 def test_an_entry_met_again_is_not_classified_again(tmp_path, monkeypatch):
-    from codeparse import api
+    from codeparse.text import reader
 
-    real, calls = api.prepare_text, []
+    real, calls = reader.prepare_text, []
 
     def counted(*a, **k):
         calls.append(a[1] if len(a) > 1 else k.get("path"))
         return real(*a, **k)
 
-    monkeypatch.setattr(api, "prepare_text", counted)
+    monkeypatch.setattr(reader, "prepare_text", counted)
     shared = EntryCache(tmp_path / "cache")
     first = read_archive(CUSTOM, cache=shared).model_dump_json()
     assert len(calls) == len(set(calls)) == 11  # each code entry classified once
@@ -186,7 +186,7 @@ def test_an_entry_met_again_is_not_classified_again(tmp_path, monkeypatch):
 
 
 def test_origins_asked_line_by_line_are_those_of_every_line():
-    from codeparse.debuginfo import LineOrigins, line_origins, read_debug_pkl
+    from codeparse.archive.debuginfo import LineOrigins, line_origins, read_debug_pkl
 
     with zipfile.ZipFile(ARCHIVES / "nn_multihead_attention.script.pt") as zf:
         names = [n for n in zf.namelist() if n.endswith(".py") and n + ".debug_pkl" in zf.namelist()]
@@ -208,7 +208,7 @@ def _input_entries(folder: Path) -> list[Path]:
 def test_a_warm_input_is_answered_by_the_parent_without_a_worker(tmp_path, monkeypatch):
     """With a cache folder, an input whose bytes, path, policy and codeparse are those of a
     stored report is not read again: no worker is started for it."""
-    from codeparse import budget
+    from codeparse.gate import budget
 
     copy = tmp_path / "copy.pt"
     copy.write_bytes(CUSTOM.read_bytes())
@@ -262,7 +262,7 @@ def test_an_input_entry_is_checked_before_the_parent_uses_it(tmp_path):
 def test_an_input_over_budget_is_never_stored(tmp_path, monkeypatch):
     import sys
 
-    checker = sys.modules["codeparse.check"]
+    checker = sys.modules["codeparse.gate.run"]
     real = checker.input_data
 
     def greedy(*args, **kwargs):
@@ -283,7 +283,7 @@ def test_an_input_written_while_it_is_read_is_not_stored(tmp_path, monkeypatch):
     file: if the file changed meanwhile, nothing is stored."""
     import sys
 
-    checker = sys.modules["codeparse.check"]
+    checker = sys.modules["codeparse.gate.run"]
     real = checker.input_data
     copy = tmp_path / "copy.pt"
     copy.write_bytes(CUSTOM.read_bytes())

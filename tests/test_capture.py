@@ -10,9 +10,9 @@ import pytest
 pytestmark = pytest.mark.torch
 import torch  # noqa: E402 - a torch-marked test module: torch is installed wherever it runs
 
-from codeparse.capturing import capture, load_factory  # noqa: E402
-from codeparse.cli import main  # noqa: E402
-from codeparse.tracediff import diff_paths  # noqa: E402
+from codeparse.trace.capture import capture, load_factory  # noqa: E402
+from codeparse.cli.app import main  # noqa: E402
+from codeparse.trace.compare import diff_paths  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models.py"
 MODEL_LINES = MODELS.read_text(encoding="utf-8").splitlines()

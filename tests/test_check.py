@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.check import PolicyError, load_policy
-from codeparse.cli import main
-from codeparse.models import InputReport, Policy, Report
+from codeparse.gate.policy import PolicyError, load_policy
+from codeparse.cli.app import main
+from codeparse.contract.check import InputReport, Policy, Report
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"
@@ -163,9 +163,9 @@ def _pid(_index: int) -> int:
 def test_workers_are_reused_across_inputs_and_start_from_a_ready_parent():
     import importlib
 
-    budget = importlib.import_module("codeparse.budget")
-    grammar = importlib.import_module("codeparse.grammar")
-    checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
+    budget = importlib.import_module("codeparse.gate.budget")
+    grammar = importlib.import_module("codeparse.grammar.engine")
+    checker = importlib.import_module("codeparse.gate.run")
 
     def run(jobs: int) -> list[int]:
         return budget.run_bounded([(i,) for i in range(6)], _pid, jobs=jobs, timeout=60, max_memory=1024,
@@ -204,8 +204,9 @@ def test_a_report_with_no_json_form_still_comes_back_from_its_worker(tmp_path):
 def test_the_plain_policy_has_the_model_fields_defaults_and_checks():
     """`check` reads its policy as checkdata.Limits (no pydantic): the same fields, in the
     same order, with the same defaults, and policy_with gives the same values either way."""
-    from codeparse.check import policy_with
-    from codeparse.checkdata import POLICY_DEFAULTS, Limits, dumps, limits_of, policy_model
+    from codeparse.gate.policy import policy_with
+    from codeparse.contract.defaults import POLICY_DEFAULTS
+    from codeparse.contract.records import Limits, dumps, limits_of, policy_model
 
     assert list(POLICY_DEFAULTS) == list(Policy.model_fields)
     assert Limits().model_dump() == Policy().model_dump() == POLICY_DEFAULTS
@@ -245,8 +246,8 @@ def _shape_of(ann):
 def test_the_shape_a_stored_input_report_is_checked_against_is_the_models():
     """The parent checks an input report read back from a cache folder against
     checkdata.INPUT_SHAPE: exactly the fields, order and types of InputReport."""
-    from codeparse.checkdata import INPUT_SHAPE, input_report_ok
-    from codeparse.models import InputReport
+    from codeparse.contract.records import INPUT_SHAPE, input_report_ok
+    from codeparse.contract.check import InputReport
 
     assert INPUT_SHAPE == _shape_of(InputReport)
     report = codeparse.check([str(ROOT / "fixtures")], Policy(target="export"))
@@ -258,9 +259,9 @@ def test_the_shape_a_stored_input_report_is_checked_against_is_the_models():
 def _plain_and_model(paths: list[str], policy: Policy):
     import importlib
 
-    from codeparse.checkdata import dumps, limits_of, report_model
+    from codeparse.contract.records import dumps, limits_of, report_model
 
-    checker = importlib.import_module("codeparse.check")  # `codeparse.check` is the function
+    checker = importlib.import_module("codeparse.gate.run")
     data = checker.check_data(paths, limits_of(policy))
     return data, report_model(data), dumps
 
@@ -290,7 +291,7 @@ def test_plain_reports_are_the_model_reports_byte_for_byte(request, target):
     assert dumps(data, indent=2) == model.model_dump_json(indent=2) == validated.model_dump_json(indent=2)
     for item, built in zip(data["inputs"], model.inputs):
         assert dumps(item) == built.model_dump_json()
-    from codeparse.checkdata import input_model
+    from codeparse.contract.records import input_model
 
     # Each class's builder (one function per class, written from its fields) against pydantic:
     # equal models with the same fields set, also where a field is left to its default.
@@ -307,8 +308,8 @@ def test_plain_reports_are_the_model_reports_byte_for_byte(request, target):
 def test_the_check_path_gives_the_findings_of_the_archive_model(plain_trace):
     """`check` resolves an archive on plain data; the model path (`open_archive`, every
     `CodeFile` a model) gives the same findings, origins included, for every fixture archive."""
-    from codeparse.archive import read_archive
-    from codeparse.check import archive_report
+    from codeparse.archive.torchscript import read_archive
+    from codeparse.gate.run import archive_report
 
     data = plain_trace[0]
     compared = 0
@@ -330,7 +331,7 @@ def test_plain_json_is_what_json_dumps_writes():
     """The report's indented JSON is written by checkdata's own indenter: the text
     json.dumps(indent=2, ensure_ascii=False) gives; a lone surrogate (no UTF-8 form, pydantic
     has no text) is written as its JSON escape, which loads back as the same string."""
-    from codeparse.checkdata import dumps, indented_json
+    from codeparse.contract.records import dumps, indented_json
 
     cases = [{}, [], {"a": []}, {"a": {}}, {"x": [{"y": [[]]}]}, {"n": None, "t": True, "f": False},
              [1, -7, 2.5, -0.0, 1e16, 1e-7, 60.0, "é\n\"\\\x1f\u2028\U0001F600"], float("nan"), {1: 2}, "a\ud800b"]

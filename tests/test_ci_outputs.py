@@ -15,11 +15,11 @@ import jsonschema
 import pydantic
 import pytest
 
-from codeparse.check import check
-from codeparse.cli import main
-from codeparse.codes import CODES
-from codeparse.models import Policy, Report
-from codeparse.rules import MARKDOWN_COMMAND, render_markdown
+from codeparse.gate.run import check
+from codeparse.cli.app import main
+from codeparse.contract.codes import CODES
+from codeparse.contract.check import Policy, Report
+from codeparse.rules.explain import MARKDOWN_COMMAND, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 CUSTOM = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
@@ -68,7 +68,7 @@ def test_github_annotations_follow_the_workflow_command_format(capsys, in_root, 
     report = check([str(CUSTOM), str(FILES / "malicious_memo.pkl")], Policy())
     data = json.loads(report.model_dump_json())
     data["inputs"][0]["findings"][0]["message"] = "100% wrong,\nnext line: [x]\r"  # hostile text
-    from codeparse.reporters import render_github
+    from codeparse.output.reporters import render_github
     import io
 
     buf = io.StringIO()

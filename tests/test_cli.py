@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse import render
-from codeparse.cli import main
-from codeparse.grammar import GrammarError
-from codeparse.models import CodeFile, Diagnostic, Span
+from codeparse.output import render
+from codeparse.cli.app import main
+from codeparse.grammar.engine import GrammarError
+from codeparse.contract.text import CodeFile, Diagnostic, Span
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = ROOT / "fixtures" / "text"
@@ -527,12 +527,12 @@ def test_check_start_up_imports_no_pydantic_and_rich_only_for_a_table(tmp_path, 
 
 def test_a_check_answered_from_the_cache_folder_imports_no_parser_and_starts_no_worker(tmp_path):
     """A second `check --cache-dir` over unchanged archives takes their reports from the
-    folder: neither the parser (`codeparse.parser`, the grammar engine, `regex`) nor a
+    folder: neither the parser (`codeparse.parse.statements`, the grammar engine, `regex`) nor a
     worker process (its `ctypes`, which asks to die with its parent) is imported, and the
     output is the first run's."""
     archives = [str(_need(ROOT / "fixtures" / "archives" / name)) for name in ("custom_model.script.pt", "params.script.pt")]
     argv = ["check", *archives, "--isolated", "--format", "jsonl", "--cache-dir", str(tmp_path / "cache")]
-    parser_and_worker = {"codeparse.parser", "codeparse.grammar", "ctypes"}
+    parser_and_worker = {"codeparse.parse.statements", "codeparse.grammar.engine", "ctypes"}
     assert parser_and_worker <= _imported(tmp_path, *argv, full=True)
     assert not _imported(tmp_path, *argv, full=True) & (parser_and_worker | {"regex", "multiprocessing", "pydantic",
                                                                            "torch"})

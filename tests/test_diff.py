@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from codeparse.api import InputError
-from codeparse.cli import main
-from codeparse.tracediff import diff_paths, load_side
-from codeparse.models import DiffReport
+from codeparse.contract.errors import InputError
+from codeparse.cli.app import main
+from codeparse.trace.compare import diff_paths
+from codeparse.trace.sides import load_side
+from codeparse.contract.diff import DiffReport
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "diff_expected.json").read_text(encoding="utf-8"))["cases"]
@@ -286,7 +287,7 @@ def test_loops_fixture_scalar_work_is_not_matched_against_tensor_ops():
 
 
 def test_condition_only_and_scalar_events_are_weak():
-    from codeparse.tracediff import FunctionTree
+    from codeparse.trace.events import FunctionTree
 
     side = load_side(text_pair("custom_model")[0])
     fn, unit, _ = side.top()
@@ -343,9 +344,9 @@ def test_diff_never_imports_torch():
 
 def test_package_names_are_lazy_and_callable():
     code = (
-        "import sys, codeparse.cli; "
-        "assert 'codeparse.tracediff' not in sys.modules and 'codeparse.capturing' not in sys.modules; "
-        "from codeparse.tracediff import diff_paths; import codeparse; "
+        "import sys, codeparse.cli.app; "
+        "assert 'codeparse.trace.compare' not in sys.modules and 'codeparse.trace.capture' not in sys.modules; "
+        "from codeparse.trace.compare import diff_paths; import codeparse; "
         f"r = codeparse.diff({text_pair('known_argument')[0]!r}, {text_pair('known_argument')[1]!r}); "
         "print([i.taken for i in r.ifs], callable(codeparse.capture))"
     )
@@ -463,7 +464,7 @@ def test_overloaded_forward_is_paired_by_signature():
         ("forward__0", "forward")]
     assert report.lost_calls == []
     # an archive of the LSTM alone: its forward__0, never an unrelated free function
-    from codeparse.diffsides import pick_overload
+    from codeparse.trace.sides import pick_overload
     side = load_side(archive_pair("diff_lstm")[0])
     cls, _ = side.classes["__torch__.torch.nn.modules.rnn.LSTM"]
     trace_side = load_side(archive_pair("diff_lstm")[1])

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codeparse.cli import main
-from codeparse.codes import CODES
-from codeparse.rules import explain, render_text
+from codeparse.cli.app import main
+from codeparse.contract.codes import CODES
+from codeparse.rules.explain import explain, render_text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.check import check, policy_with
-from codeparse.models import Policy
+from codeparse.gate.run import check
+from codeparse.gate.policy import policy_with
+from codeparse.contract.check import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -145,7 +146,7 @@ def test_target_default_is_trace_and_pyproject_key(tmp_path):
     assert item.export is None and {f.code for f in item.findings} == {"CP201"}
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.codeparse]\ntarget = "export"\n')
-    from codeparse.check import PolicyError, load_policy
+    from codeparse.gate.policy import PolicyError, load_policy
 
     assert load_policy(pyproject).target == "export"
     pyproject.write_text('[tool.codeparse]\ntarget = "jit"\n')
@@ -154,7 +155,7 @@ def test_target_default_is_trace_and_pyproject_key(tmp_path):
 
 
 def test_cli_table_json_sarif(capsys):
-    from codeparse.cli import main
+    from codeparse.cli.app import main
 
     path = str(FIXTURES / "archives" / "export_nonzero_other_method.script.pt")
     assert main(["check", "--target", "export", "--no-color", path]) == 1
@@ -171,7 +172,7 @@ def test_cli_table_json_sarif(capsys):
 
 
 def test_every_issue9_code_is_produced(reports, tmp_path):
-    from codeparse.codes import CODES
+    from codeparse.contract.codes import CODES
 
     produced = {f.code for item in reports.values() for f in item.findings}
     code = tmp_path / "u.code"
@@ -207,10 +208,10 @@ def test_check_reads_the_archive_as_plain_data_and_finds_what_the_model_path_fin
     the one the model path gives (`read_archive`, the rules reading the CodeFile models),
     origins, related lines and verdict included.  The archives share one content cache, as
     in a worker process: debug info met before is taken from it, with its line map."""
-    from codeparse.archive import read_archive
-    from codeparse.cache import EntryCache
-    from codeparse.check import archive_report, input_data
-    from codeparse.checkdata import limits_of
+    from codeparse.archive.torchscript import read_archive
+    from codeparse.text.cache import EntryCache
+    from codeparse.gate.run import archive_report, input_data
+    from codeparse.contract.records import limits_of
 
     cache = EntryCache()
 

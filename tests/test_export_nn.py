@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.check import policy_with
+from codeparse.gate.policy import policy_with
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "fixtures" / "nn_export"
@@ -171,8 +171,8 @@ def test_guards_follow_calls_and_else_branches(reports):
 
 
 def test_table_shows_library_blockers_that_decide_a_blocked_verdict():
-    from codeparse.reporters import summarised
-    from codeparse.models import Finding
+    from codeparse.output.reporters import summarised
+    from codeparse.contract.check import Finding
 
     def finding(code, severity):
         return Finding(code=code, name="n", severity=severity, message="m", path="a.pt!a/code/__torch__/torch/x.py",

@@ -4,7 +4,7 @@
 ``CodeFile.model_dump(mode="json")`` of one code entry of ``fixtures/legacy/<archive>``
 (``<archive>`` is ``generated/<file>`` for the archives saved with old torch releases)
 (``<entry>`` is its path under ``code/`` with ``/`` as ``.``), parsed as the archive
-reader does: model.json archives through ``codeparse.legacy`` (classes synthesised
+reader does: model.json archives through ``codeparse.archive.legacy`` (classes synthesised
 from the JSON), the others as archive text.  Regenerate with
 ``pytest tests/test_golden_legacy.py --update-goldens`` and review the diff; what was
 checked by hand is listed in ``fixtures/legacy/README.md``.

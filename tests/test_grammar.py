@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codeparse.grammar import _FLAGS, GrammarError, available_grammars, grammar_dir, load_grammar, load_grammar_file
+from codeparse.grammar.engine import _FLAGS, GrammarError, available_grammars, load_grammar, load_grammar_file
+from codeparse.grammar.locations import grammar_dir
 
 REAL = grammar_dir() / "torchscript-v2.toml"
 
@@ -195,7 +196,7 @@ def test_type_shortcut_ends_where_the_recursive_type_does(grammar_id):
     import regex
     from pathlib import Path
 
-    from codeparse.grammar import _Compiler
+    from codeparse.grammar.engine import _Compiler
 
     g = load_grammar(grammar_id)
     comp = _Compiler(g.path, g.raw["patterns"], g.raw.get("recursive", {}))
@@ -218,8 +219,8 @@ def test_groups_renamed_in_the_master_read_like_the_rules_own(tmp_path):
     """Two rules of one master alternation with a group of the same name (`assign` and
     `call_stmt` both name `value` once `call_stmt` has no `classify`): the later one's groups
     are renamed, and its statements read the same through `group`, `span_of` and `match`."""
-    from codeparse.parser import parse_statements
-    from codeparse.source import SourceText
+    from codeparse.parse.statements import parse_statements
+    from codeparse.parse.source import SourceText
 
     path = variant(tmp_path, "classify = '[^\\n]*+'\n", "")
     renamed = load_grammar_file(path)
@@ -250,10 +251,16 @@ def test_stored_patterns_cover_the_grammars():
     import gzip
     import json
 
-    from codeparse import patterns
+    import importlib.util
 
+    from codeparse.grammar import compiled as patterns
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_patterns.py"
+    spec = importlib.util.spec_from_file_location("compile_patterns", script)
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
     stored = json.loads(gzip.decompress((grammar_dir() / patterns.STORE_FILE).read_bytes()))
-    built = json.loads(json.dumps(patterns.build()))
+    built = json.loads(json.dumps(writer.build()))
     hint = "the stored patterns lag behind the grammars: run `python scripts/compile_patterns.py`"
     assert set(stored["re"]) | set(stored["not_re"]) == set(built["re"]) | set(built["not_re"]), hint
     assert set(stored["regex"]) == set(built["regex"]), hint
@@ -275,8 +282,8 @@ def _regex_shape(entry: list) -> list:
 def test_patterns_from_the_store_equal_compiled_ones():
     import regex
 
-    from codeparse import patterns
-    from codeparse.grammar import _FLAGS
+    from codeparse.grammar import compiled as patterns
+    from codeparse.grammar.engine import _FLAGS
 
     assert patterns.REGEX_VERSION0 == regex.VERSION0 and patterns._regex_version() == regex.__version__
     store = patterns._store()
@@ -289,7 +296,7 @@ def test_patterns_from_the_store_equal_compiled_ones():
 
 
 def test_a_bad_stored_entry_is_compiled_instead(monkeypatch):
-    from codeparse import patterns
+    from codeparse.grammar import compiled as patterns
 
     source = "(?P<word>[a-z]++)"
     bad = {"re": {source: [32, 0, {"word": 1}, [None, "word"], "AAAA"]}, "regex": {}, "regex_tag": None,
@@ -302,7 +309,7 @@ def test_a_bad_stored_entry_is_compiled_instead(monkeypatch):
 def test_a_damaged_store_is_a_slower_start_never_a_failure(tmp_path, monkeypatch, damage):
     import gzip
 
-    from codeparse import locations, patterns
+    from codeparse.grammar import locations, compiled as patterns
 
     stored = (grammar_dir() / patterns.STORE_FILE).read_bytes()
     if damage == "flipped":  # a bit flipped inside the deflate stream: zlib.error, not OSError
@@ -336,7 +343,7 @@ def test_a_damaged_store_is_a_slower_start_never_a_failure(tmp_path, monkeypatch
 _PICKLE_GRAMMAR = """
 import pickle, sys
 from codeparse import parse_text
-from codeparse.grammar import load_grammar
+from codeparse.grammar.engine import load_grammar
 text = 'def forward(self,\\n    x: Tensor) -> Tensor:\\n  _0 = (self.conv).forward(x, )\\n  return _0\\n'
 parse_text(text)  # compiles the rules it needs, some from the store with regex's engine alone
 assert "regex" not in sys.modules
@@ -359,11 +366,11 @@ def test_a_grammar_with_stored_regex_patterns_pickles_before_regex_is_imported()
 
 _CHECK_WITH_ENGINES = """
 import sys
-from codeparse import patterns
+from codeparse.grammar import compiled as patterns
 if sys.argv[1] == "other":  # as another Python or regex would see the store: no entry serves it
     tags = patterns.engine_tags
     patterns.engine_tags = lambda with_regex=True: {k: v + "+other" for k, v in tags(with_regex).items()}
-from codeparse.cli import main
+from codeparse.cli.app import main
 code = main(["check", "--isolated", "--jobs", "1", "--format", "json", *sys.argv[2:]])
 assert patterns._store()["re"] if sys.argv[1] == "this" else not patterns._store()["re"] and not patterns._regex_usable()
 sys.exit(code)

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.check import check_input
-from codeparse.models import Policy
+from codeparse.gate.run import check_input
+from codeparse.contract.check import Policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_archive_bad import GOOD_CODE, MB, codes_of, peak_memory, raw_zip, run_cli, stored  # noqa: E402
@@ -156,7 +156,8 @@ def test_memo_index_0x0fffffff_in_debug_pkl(tmp_path):
 
 def test_list_builder_copies_are_counted():
     """A list copied by ``build_intlist`` a million times from one memo reference stops early."""
-    from codeparse.debuginfo import PickleLimit, read_debug_pkl
+    from codeparse.pickles.safepickle import PickleLimit
+    from codeparse.archive.debuginfo import read_debug_pkl
 
     data = (b"\x80\x02ctorch.jit._pickle\nbuild_intlist\nq\x00(" + b"K\x01" * 20_000 + b"lq\x01"
             + b"(" + b"h\x00h\x01\x85R" * 50_000 + b"t.")
@@ -196,7 +197,7 @@ def test_bytecode_n_methods_times_m_shared_operators(tmp_path):
 
     small = bytecode(10, 10)
     assert len(small) < 600  # the row's 556 bytes: pickle shares the code table by reference
-    from codeparse.legacy import read_bytecode
+    from codeparse.archive.legacy import read_bytecode
 
     info, seconds = cpu(lambda: read_bytecode(bytecode(4000, 4000)))  # 16M pairs if walked per method
     assert (len(info.methods), len(info.operators)) == (4000, 4000)
@@ -221,7 +222,7 @@ def test_thirty_mb_bytecode_pkl_of_memoised_globals(tmp_path):
     assert (code, out.strip()) == (0, "['more than 10000 distinct globals']")
     assert rss < MEMORY_BOUND
     # References to one memoised global stop at the object bound (the smallest count past it).
-    from codeparse.legacy import MAX_BYTECODE_OBJECTS
+    from codeparse.archive.legacy import MAX_BYTECODE_OBJECTS
 
     refs = b"h\x00" * (MAX_BYTECODE_OBJECTS + 1000)
     shared = bytecode_archive(tmp_path, b"\x80\x02(K\x08c__torch__\nG\nq\x00" + refs + b"t.", "s.ptl")
@@ -355,7 +356,7 @@ def test_pyproject_of_the_checked_tree_may_only_lower_limits(tmp_path, monkeypat
 def test_policy_rejects_zero_and_negative_limits():
     from pydantic import ValidationError
 
-    from codeparse.check import PolicyError, policy_with
+    from codeparse.gate.policy import PolicyError, policy_with
 
     for field in ("max_entries", "max_entry_bytes", "max_total_bytes", "max_ratio", "max_debug_chars",
                   "timeout_per_input", "max_memory"):
@@ -455,11 +456,11 @@ def _slow_or_greedy(path, policy, problem=None, data=None, scan_only=False, *arg
     return _real_input_data(path, policy, problem, data, scan_only, *args, **kwargs)
 
 
-from codeparse.check import input_data as _real_input_data  # noqa: E402
+from codeparse.gate.run import input_data as _real_input_data  # noqa: E402
 
 
 def test_an_input_over_its_time_or_memory_budget_gets_cp340_and_the_run_goes_on(tmp_path, monkeypatch):
-    checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
+    checker = sys.modules["codeparse.gate.run"]
     monkeypatch.setattr(checker, "input_data", _slow_or_greedy)
     for name in ("a.code", "slow.code", "greedy.code", "b.code"):
         write(tmp_path / name, GOOD_CODE)
@@ -483,7 +484,7 @@ def test_an_input_over_its_time_or_memory_budget_gets_cp340_and_the_run_goes_on(
 
 
 def test_jobs_are_capped_at_the_cpu_count(tmp_path, capsys, monkeypatch):
-    from codeparse.budget import cpu_count
+    from codeparse.gate.budget import cpu_count
 
     seen = tmp_path / "pids"
     seen.mkdir()
@@ -493,7 +494,7 @@ def test_jobs_are_capped_at_the_cpu_count(tmp_path, capsys, monkeypatch):
         time.sleep(0.2)
         return _real_input_data(path, policy, problem, data, scan_only, *args, **kwargs)
 
-    checker = sys.modules["codeparse.check"]  # `codeparse.check` is the function
+    checker = sys.modules["codeparse.gate.run"]
     monkeypatch.setattr(checker, "input_data", record)
     paths = [write(tmp_path / f"c{i}.code", GOOD_CODE) for i in range(cpu_count() + 4)]
     code, _, err = run_cli(capsys, "check", *paths, "-j", "200", "--isolated")
@@ -506,12 +507,12 @@ _RUN_SLOW = """
 import os, sys, time
 from pathlib import Path
 import importlib
-checker = importlib.import_module("codeparse.check")  # the module (`codeparse.check` is the function)
+checker = importlib.import_module("codeparse.gate.run")
 def slow(path, *args, **kwargs):
     Path(path).with_suffix(".pid").write_text(str(os.getpid()))
     time.sleep(120)
 checker.input_data = slow
-from codeparse.cli import main
+from codeparse.cli.app import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -609,7 +610,7 @@ def test_if_else_blocks_compute_each_definition_a_bounded_number_of_times(monkey
     # (`a = 1`, 200 of `a = a0`, 400 of `a0 = ...`), one cycle of definitions; each is
     # computed once, then in the rounds that settle the cycle (5 in all).  Per path through
     # the blocks, as before, it would be 2**200.
-    from codeparse.inference import Inference
+    from codeparse.infer.conditions import Inference
 
     computed = []
     visit_def = Inference._visit_def
@@ -683,7 +684,7 @@ def test_32000_lines_of_one_statement():
 
 def test_every_issue15_code_is_produced_by_a_test_here():
     """CP340-CP344 each come from a test of this file (named here), and nothing else is in the range."""
-    from codeparse.codes import CODES
+    from codeparse.contract.codes import CODES
 
     produced_by = {
         "CP340": test_an_input_over_its_time_or_memory_budget_gets_cp340_and_the_run_goes_on,
@@ -742,8 +743,8 @@ def test_the_fast_pickle_path_gives_the_unpicklers_value_or_leaves_it_the_decisi
     not admitted, frames, bounds, truncation) to it."""
     import pickle
 
-    from codeparse.debuginfo import ALLOWED_GLOBALS, _as_list, _Restricted
-    from codeparse.safepickle import NotPlain, load_plain
+    from codeparse.archive.debuginfo import ALLOWED_GLOBALS, _as_list, _Restricted
+    from codeparse.pickles.safepickle import NotPlain, load_plain
 
     values = [[1, (2, "é\ud800", None, True, False, -5, 2**40, -2**70, 300, 70000)], ((),), [], "x" * 300,
               [[1, 2], [3]] * 3, ((0, (("a\nb", "f.py", 3), 0, 4)),) * 3]
@@ -771,7 +772,7 @@ def test_an_input_too_big_for_its_worker_to_receive_gets_cp340_not_a_new_worker_
     # The input's text (standard input) goes to the worker through a pipe; a worker that
     # runs out of memory while reading it dies, and the parent's write fails.  That is
     # the input's verdict, not a reason to start another worker for the same input.
-    from codeparse import budget
+    from codeparse.gate import budget
 
     started = []
 
@@ -796,7 +797,7 @@ def test_a_file_name_that_is_not_utf8_is_written_escaped_never_an_internal_error
     # Linux file names are bytes; Python gives undecodable ones as lone surrogates, which
     # UTF-8 cannot carry: JSON writes each as its \\u escape (json.loads gives the name
     # back), SARIF percent-encodes the name's bytes, the HTML page shows \\udcff text.
-    from codeparse.report import write_report
+    from codeparse.report.page import write_report
 
     folder = os.fsencode(tmp_path) + b"/d\xff"
     os.mkdir(folder)

@@ -18,20 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codeparse import CodeFile, parse_text
-from codeparse.api import detect_grammar
-from codeparse.grammar import available_grammars, load_grammar
-from codeparse.legacy import (
-    LegacyError,
-    constant_tensor,
-    declarations,
-    grammar_for_layout,
-    parse_method_file,
-    parse_model_json_archive,
-    read_bytecode,
-    read_model_json,
-    read_version,
-    sniff_container,
-)
+from codeparse.text.reader import detect_grammar
+from codeparse.grammar.engine import available_grammars, load_grammar
+from codeparse.archive.legacy import LegacyError, constant_tensor, declarations, grammar_for_layout, parse_method_file, parse_model_json_archive, read_bytecode, read_model_json, read_version, sniff_container
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = ROOT / "fixtures" / "legacy"
@@ -165,7 +154,7 @@ def test_every_release_generated_here_is_known():
 
 @pytest.mark.parametrize("archive", GENERATED, ids=lambda p: p.name)
 def test_generated_archive_parses_clean_with_the_grammar_of_its_release(archive):
-    from codeparse.archive import open_archive
+    from codeparse.archive.torchscript import open_archive
 
     read = open_archive(archive)
     expected = GENERATED_GRAMMAR[generated_release(archive)]
@@ -214,7 +203,7 @@ def test_grammars_are_listed_newest_first_with_versions_and_features():
 
 
 def test_version_sort_is_numeric():
-    from codeparse.grammar import _version_key
+    from codeparse.grammar.engine import _version_key
 
     ids = ["torchscript-v1.3", "torchscript-v1.10", "torchscript-v2", "torchscript-v1.0"]
     assert sorted(ids, key=_version_key, reverse=True) == [
@@ -486,7 +475,7 @@ def test_mutated_legacy_text_never_raises_in_any_grammar(case):
 
 
 def test_model_json_archive_through_the_archive_reader():
-    from codeparse.archive import open_archive
+    from codeparse.archive.torchscript import open_archive
 
     archive = open_archive(LEGACY / "LaurentMazare__tch-rs__foo.pt")
     assert (archive.layout, archive.version, archive.root_class) == ("model.json", 1, "__torch__.foo")
@@ -497,7 +486,7 @@ def test_model_json_archive_through_the_archive_reader():
 
 
 def test_mobile_archive_reports_its_bytecode():
-    from codeparse.archive import open_archive
+    from codeparse.archive.torchscript import open_archive
 
     archive = open_archive(LEGACY / "facebookresearch__playtorch__dummy_test_model-f270d5c.ptl")
     found = [f for f in archive.findings if f.code == "CP351"]
@@ -509,7 +498,7 @@ def test_mobile_archive_reports_its_bytecode():
 
 
 def test_bad_bytecode_is_a_warning_not_a_crash():
-    from codeparse.legacy import bytecode_diagnostic
+    from codeparse.archive.legacy import bytecode_diagnostic
 
     d = bytecode_diagnostic(b"\x80\x02K", "m.ptl", "m/bytecode.pkl")
     assert (d["code"], d["severity"]) == ("CP352", "warning")
@@ -517,7 +506,7 @@ def test_bad_bytecode_is_a_warning_not_a_crash():
 
 def test_pre_zip_container_is_an_unsupported_format():
     from codeparse import InputError
-    from codeparse.archive import open_archive
+    from codeparse.archive.torchscript import open_archive
 
     with pytest.raises(InputError) as info:
         open_archive(LEGACY / "torch-js__torch-js__test_model-7f2acda.pt")
@@ -570,7 +559,7 @@ def test_same_model_same_condition_kinds_in_every_release(release):
 def test_cli_parse_and_grammars_list_the_legacy_formats(capsys):
     import json
 
-    from codeparse.cli import main
+    from codeparse.cli.app import main
 
     assert main(["parse", str(LEGACY / "LaurentMazare__tch-rs__foo.pt"), "--format", "jsonl"]) == 0
     (line,) = capsys.readouterr().out.splitlines()

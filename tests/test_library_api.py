@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 import codeparse
-from codeparse.models import Policy
+from codeparse.contract.check import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 CUSTOM = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
@@ -35,8 +35,8 @@ def test_every_public_return_type_is_exported_lazily():
              "CaptureReport", "PickleReport", "SourceLocation", "ModuleNode", "OperatorUse", "OperatorInfo"]
     for name in names:
         assert name in codeparse.__all__ and isinstance(getattr(codeparse, name), type), name
-    code = ("import sys, codeparse; assert 'codeparse.capturing' not in sys.modules; "
-            "codeparse.CaptureReport; assert 'codeparse.capturing' in sys.modules")
+    code = ("import sys, codeparse; assert 'codeparse.trace.capture' not in sys.modules; "
+            "codeparse.CaptureReport; assert 'codeparse.trace.capture' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
 
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.check import check, expand_inputs
-from codeparse.cli import main
-from codeparse.codes import CODES
-from codeparse.filekind import recognize
-from codeparse.models import Policy
-from codeparse.picklescan import classify, scan_pickle, scan_stream
+from codeparse.gate.run import check
+from codeparse.gate.inputs import expand_inputs
+from codeparse.cli.app import main
+from codeparse.contract.codes import CODES
+from codeparse.files.filekind import recognize
+from codeparse.contract.check import Policy
+from codeparse.pickles.picklescan import classify, scan_pickle, scan_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ROOT / "fixtures" / "files"
@@ -150,13 +151,13 @@ def test_check_reads_an_archive_and_code_text_from_stdin():
     run = subprocess.run([sys.executable, "-m", "codeparse", "check", "-", "--format", "jsonl"], input=archive,
                          capture_output=True, env=env, cwd=ROOT)
     assert run.returncode == 0, run.stderr
-    item = codeparse.models.InputReport.model_validate_json(run.stdout.splitlines()[0])
+    item = codeparse.contract.check.InputReport.model_validate_json(run.stdout.splitlines()[0])
     assert item.path == "-" and item.kind == "archive" and item.files == 11
     assert "CP201" in {f.code for f in item.findings}
     text = (ROOT / "fixtures" / "text" / "custom_model" / "script.code").read_bytes()
     run = subprocess.run([sys.executable, "-m", "codeparse", "check", "-", "--format", "jsonl", "--select", "CP201"],
                          input=text, capture_output=True, env=env, cwd=ROOT)
-    item = codeparse.models.InputReport.model_validate_json(run.stdout)
+    item = codeparse.contract.check.InputReport.model_validate_json(run.stdout)
     assert item.kind == "code" and [f.code for f in item.findings] == ["CP201"] and run.returncode == 0
 
 
@@ -261,7 +262,7 @@ def test_the_one_loop_walk_gives_the_pickletools_walk(monkeypatch):
     import pickletools
     import random
 
-    from codeparse import picklescan
+    from codeparse.pickles import picklescan
 
     for code, (size, popped, pushed) in picklescan._PLAIN_OPS.items():
         op = pickletools.code2op[chr(code)]
@@ -300,7 +301,7 @@ def test_glob_classes_match_as_fnmatch_does():
     the class fnmatch gives it."""
     import fnmatch
 
-    from codeparse.picklescan import _globs, classify, load_table
+    from codeparse.pickles.picklescan import _globs, classify, load_table
 
     table = load_table()
     names = [g.replace("*", middle).replace("?", "x") for verdict in ("dangerous", "allowed")
@@ -328,7 +329,7 @@ def test_unknown_and_unreadable_pickles_in_check(tmp_path):
 def test_unknown_globals_past_the_table_limit_are_counted_in_one_finding(tmp_path):
     """A pickle naming thousands of made-up globals gives the first ``listed`` CP331s and
     one CP333 that counts the rest; a dangerous global after them is still reported."""
-    from codeparse.picklescan import load_table
+    from codeparse.pickles.picklescan import load_table
 
     listed = load_table()["unknown"]["listed"]
     names = [f"evil{i}\nf{i}" for i in range(listed + 2000)] + ["posix\nsystem"]
@@ -353,7 +354,7 @@ def test_every_torch_made_pickle_is_known_safe():
 
 
 def test_severities_come_from_the_data_table():
-    from codeparse.grammar import grammar_dir
+    from codeparse.grammar.locations import grammar_dir
 
     table = tomllib.loads((grammar_dir() / "pickle-globals.toml").read_text(encoding="utf-8"))
     for section in ("dangerous", "unknown", "unreadable"):
@@ -371,7 +372,7 @@ def test_severities_come_from_the_data_table():
 def test_scan_command(capsys):
     code = main(["scan", str(FILES), "--format", "jsonl"])
     out = capsys.readouterr().out
-    reports = [codeparse.models.InputReport.model_validate_json(line) for line in out.splitlines()]
+    reports = [codeparse.contract.check.InputReport.model_validate_json(line) for line in out.splitlines()]
     assert code == 1
     by_name = {Path(r.path).name: r for r in reports}
     assert set(by_name) == set(KINDS)

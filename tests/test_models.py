@@ -8,11 +8,10 @@ def test_every_public_model_field_is_documented():
     """The pydantic models are the public contract: every class and field says what it is."""
     from pydantic import BaseModel
 
-    from codeparse import models
+    from codeparse.contract import public_models
 
     undocumented = []
-    for name in models.__all__:
-        cls = getattr(models, name)
+    for name, cls in public_models().items():
         if isinstance(cls, type) and issubclass(cls, BaseModel):
             if not (cls.__doc__ or "").strip():
                 undocumented.append(name)
@@ -28,9 +27,9 @@ def test_schema_command_covers_every_model():
 
     from pydantic import BaseModel
 
-    from codeparse import models
+    from codeparse.contract import public_models
 
-    names = [n for n in models.__all__ if isinstance(getattr(models, n), type) and issubclass(getattr(models, n), BaseModel)]
+    names = [n for n, v in public_models().items() if isinstance(v, type) and issubclass(v, BaseModel)]
     for name in ("CodeFile", "Report", "DiffReport", "Archive"):
         assert name in names
         out = subprocess.run([sys.executable, "-m", "codeparse", "schema", "--model", name],

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codeparse.cli import main
-from codeparse.tracediff import load_side
-from codeparse.operators import inventory, load_table, lookup, resolve
+from codeparse.cli.app import main
+from codeparse.trace.sides import load_side
+from codeparse.infer.operators import inventory, load_table, lookup, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -125,7 +125,7 @@ def test_ops_cli_unknown_operator_is_a_finding(capsys):
 
 def test_offline_ops_and_which_never_import_torch():
     code = (
-        "import sys; from codeparse.cli import main; "
+        "import sys; from codeparse.cli.app import main; "
         f"main(['ops', {str(FIXTURES / 'text' / 'custom_model' / 'script.code')!r}, '--source', 'table']); "
         "main(['which', 'torch.add', '--source', 'table']); "
         "assert 'torch' not in sys.modules"

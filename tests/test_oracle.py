@@ -101,7 +101,7 @@ def _archive(stem: str, follow: bool = True):
 def _parse_code_dir(code_dir: Path):
     """``{qualified name: (Function, path under the code dir)}`` for every ``.py``, the
     directory parsed as one program (as ``codeparse check`` reads an archive)."""
-    from codeparse.resolve import parse_program
+    from codeparse.text.program import parse_program
 
     index: dict[str, tuple[object, str]] = {}
     duplicates: list[str] = []
@@ -637,7 +637,7 @@ NN_CORPUS = sorted((FIXTURES / "nn_corpus").glob("*.pt"))
 
 def _corpus_problems(path: Path) -> tuple[int, int, dict[str, list[str]]]:
     """(ifs in the graphs, ifs whose kind and sources agree, disagreements) for one archive."""
-    from codeparse.archive import open_archive
+    from codeparse.archive.torchscript import open_archive
 
     module, cu = ir_oracle.load_archive(path)
     facts = ir_oracle.module_facts(module, cu)

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeparse import debuginfo
-from codeparse.debuginfo import ALLOWED_GLOBALS, _as_list, _Restricted, read_debug_pkl
-from codeparse.safepickle import NotPlain, load_plain
+from codeparse.archive import debuginfo
+from codeparse.archive.debuginfo import ALLOWED_GLOBALS, _as_list, _Restricted, read_debug_pkl
+from codeparse.pickles.safepickle import NotPlain, load_plain
 
 ARCHIVES = Path(__file__).resolve().parent.parent / "fixtures" / "archives"
 # Both layouts torch writes: script (string table, offset/range/tag rows) and a trace

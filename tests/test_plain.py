@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse import render
-from codeparse.cli import run_parse
+from codeparse.output import render
+from codeparse.cli.app import run_parse
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -88,7 +88,7 @@ def test_import_codeparse_loads_pydantic_only_when_a_model_is_touched():
         "assert 'pydantic' not in sys.modules\n"
         "d = codeparse.parse_file(sys.argv[1], as_dict=True)\n"
         "assert 'pydantic' not in sys.modules and d['functions'][0]['ifs']\n"
-        "import codeparse.check\n"
+        "import codeparse.gate.run\n"
         "assert callable(codeparse.check) and not isinstance(codeparse.check, type(sys))\n"
         "assert codeparse.CodeFile.model_validate(d).model_dump(mode='json') == d\n"
         "assert 'pydantic' in sys.modules\n"

@@ -78,8 +78,8 @@ def test_mutated_text_never_raises_and_spans_stay_in_bounds(text):
 def test_bracket_counting_agrees_with_the_grammars_balanced_on_text_without_quotes(text, at):
     """Text without quotes has its brackets matched by counting (parser.bracket_end, the
     fast path of call extents); it must give the grammar's `balanced` answer."""
-    from codeparse.grammar import load_grammar
-    from codeparse.parser import bracket_end, bracket_finder
+    from codeparse.grammar.engine import load_grammar
+    from codeparse.parse.statements import bracket_end, bracket_finder
 
     g = load_grammar("torchscript-v2")
     opens = [i for i, ch in enumerate(text) if ch in "([{"]

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeparse.expressions import _FALLBACK, split_items, split_list, structure_finder
-from codeparse.grammar import grammar_ids, load_grammar
+from codeparse.parse.expressions import FALLBACK, split_items, split_list, structure_finder
+from codeparse.grammar.engine import grammar_ids, load_grammar
 
 
 @pytest.mark.parametrize("grammar_id", grammar_ids())
@@ -26,9 +26,9 @@ def _agrees(grammar_id: str, text: str, fallback_allowed: bool) -> None:
     g = load_grammar(grammar_id)
     finder, openers, _quotes = structure_finder(g)
     found = split_items(text, 2, len(text), finder, openers)
-    if found is _FALLBACK and fallback_allowed:
+    if found is FALLBACK and fallback_allowed:
         return
-    assert found is not _FALLBACK
+    assert found is not FALLBACK
     m = g.expression["items"].match(text, 2, len(text))
     close = m.end()
     if close >= len(text) or text[close] not in ")]}":
@@ -46,7 +46,7 @@ def test_split_items_on_printed_calls():
     assert [text[a:b] for a, b in spans] == ["torch.size(x, 0)", "[1, 2]", "alpha=3"]
     assert trailing and close == len(text) - 1
     assert split_items("f(a, , b)", 2, 9, finder, openers)[2] is None  # an empty item: no closer
-    assert split_items("f(a, (b]", 2, 8, finder, openers) is _FALLBACK  # brackets that do not nest
+    assert split_items("f(a, (b]", 2, 8, finder, openers) is FALLBACK  # brackets that do not nest
 
 
 _LEAF = st.text(st.sampled_from(list("a =.")), max_size=3)
@@ -78,7 +78,7 @@ def _list_agrees(grammar_id: str, text: str) -> None:
     g = load_grammar(grammar_id)
     finder, openers, _quotes = structure_finder(g)
     found = split_list(text, 0, len(text), finder, openers)
-    if found is _FALLBACK:
+    if found is FALLBACK:
         return
     m = g.fragments["expr_items"].fullmatch(text)
     assert found == (m.spans("item") if m is not None else None), text
@@ -101,7 +101,7 @@ def test_counted_lists_agree_with_the_grammars_expr_items_pattern_on_nested_brac
     _list_agrees(grammar_id, text)
     g = load_grammar(grammar_id)
     finder, openers, _quotes = structure_finder(g)
-    assert split_list(text, 0, len(text), finder, openers) is not _FALLBACK  # brackets nest: counted
+    assert split_list(text, 0, len(text), finder, openers) is not FALLBACK  # brackets nest: counted
 
 
 def test_split_list_on_printed_targets():
@@ -111,4 +111,4 @@ def test_split_list_on_printed_targets():
     assert split_list(text, 0, 7, finder, openers) == [(0, 2), (4, 6)]
     assert split_list(text, 10, len(text), finder, openers) == [(10, len(text))]
     assert split_list("a,, b", 0, 5, finder, openers) is None
-    assert split_list("a, (b]", 0, 6, finder, openers) is _FALLBACK
+    assert split_list("a, (b]", 0, 6, finder, openers) is FALLBACK

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from codeparse.cli import main
-from codeparse.codes import CODES
+from codeparse.cli.app import main
+from codeparse.contract.codes import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -119,7 +119,7 @@ def test_library_example_prints_what_it_says():
 
 def test_code_tables_in_the_pages_name_each_code_as_the_code_table_does():
     """A hand-written table row naming a code, its name and severity (docs/ci.md lists the
-    archive codes with their exit status) says what codeparse/codes.py says."""
+    archive codes with their exit status) says what codeparse/contract/codes.py says."""
     rows = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")

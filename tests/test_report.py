@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codeparse.cli import main
-from codeparse.report import build_report
+from codeparse.cli.app import main
+from codeparse.report.page import build_report
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE = ROOT / "fixtures" / "archives" / "custom_model.script.pt"
@@ -95,7 +95,7 @@ def test_invisible_and_direction_changing_characters_are_shown_as_escapes(tmp_pa
 def test_parse_and_check_never_import_jinja2_or_pygments():
     code = (
         "import sys\n"
-        "from codeparse.cli import main\n"
+        "from codeparse.cli.app import main\n"
         f"main(['check', {str(ARCHIVE)!r}, '--format', 'json'])\n"
         f"main(['parse', {str(SCRIPT)!r}, '--format', 'json'])\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jinja2', 'pygments', 'markupsafe', 'playwright')"
@@ -110,7 +110,7 @@ def test_report_builds_no_models(tmp_path):
     """The report reads archives into check's plain data: its command imports no pydantic."""
     code = (
         "import sys\n"
-        "from codeparse.cli import main\n"
+        "from codeparse.cli.app import main\n"
         f"main(['report', {str(ARCHIVE)!r}, {str(SCRIPT)!r}, '-o', {str(tmp_path / 'r.html')!r}])\n"
         "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core'))))\n"
     )
@@ -148,7 +148,7 @@ def test_each_input_shows_the_findings_check_gives():
     """The report tells inputs apart as `check` does (by their bytes) and lists the same
     findings for each: archives, code text, checkpoints, pickles, .pt2, LFS pointers."""
     import codeparse
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
     from codeparse.report.data import collect_input, input_paths
     from codeparse.report.highlight import highlight_html
 
@@ -186,7 +186,7 @@ def test_target_export_shows_the_verdict_and_loop_conditions(tmp_path):
 def test_unreached_ifs_are_listed_apart_from_what_check_reports():
     """check reports conditions that forward reaches; the report lists the others too,
     marked, so that "reachable only" has something to hide (ExportedMethods.describe)."""
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
     from codeparse.report.data import collect_input
     from codeparse.report.highlight import highlight_html
 
@@ -209,6 +209,6 @@ def test_index_of_several_inputs_lists_their_export_verdicts(tmp_path):
 
 
 def _policy(**fields):
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
 
     return Policy(**fields)

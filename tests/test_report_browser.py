@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from codeparse.report import write_report
+from codeparse.report.page import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"
@@ -360,7 +360,7 @@ def test_export_target_shows_verdict_and_the_blocking_loop(pages, open_report):
 
 
 def _export_policy():
-    from codeparse.models import Policy
+    from codeparse.contract.check import Policy
 
     return Policy(target="export")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from codeparse.cli import main
+from codeparse.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"

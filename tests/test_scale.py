@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codeparse.cli import main
-from codeparse.scale import FINDING_COLUMNS, INPUT_COLUMNS
+from codeparse.cli.app import main
+from codeparse.gate.scale import FINDING_COLUMNS, INPUT_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"
@@ -100,8 +100,8 @@ def test_a_baseline_is_matched_over_the_whole_run_as_with_jobs(cluster, capsys, 
 def test_the_local_cluster_serves_http_on_a_free_loopback_port(monkeypatch):
     import distributed
 
-    from codeparse.models import Policy
-    from codeparse.scale import ScaleError, check_dask
+    from codeparse.contract.check import Policy
+    from codeparse.gate.scale import ScaleError, check_dask
 
     seen = {}
 

@@ -3,7 +3,7 @@
 Each renderer (``check``, ``diff``, ``capture``, ``ops``, ``parse``) is fed the real
 results of the fixture inputs, then the same results with hostile strings appended to
 every text field, and its output is compared with the JSON text of the same model: every
-string the renderer shows must appear exactly, after :func:`codeparse.escaping.for_text`
+string the renderer shows must appear exactly, after :func:`codeparse.output.escaping.for_text`
 (controls shown as escapes, markup never interpreted).
 """
 
@@ -16,15 +16,18 @@ from typing import Any, Callable, Iterable
 
 import pytest
 
-from codeparse.capturing import CaptureReport
-from codeparse.check import check
-from codeparse.cli_check import render_table as _render_table
-from codeparse.cli_diff import render_capture_table, render_diff_table, render_ops_table
-from codeparse.escaping import for_rich, for_text
-from codeparse.models import CodeFile, DiffReport, OperatorUse, Policy, Report
-from codeparse.operators import inventory
-from codeparse.render import render_code_table, short_calls
-from codeparse.tracediff import diff_paths, load_side
+from codeparse.trace.capture import CaptureReport
+from codeparse.gate.run import check
+from codeparse.cli.check import render_table as _render_table
+from codeparse.cli.diff import render_capture_table, render_diff_table, render_ops_table
+from codeparse.output.escaping import for_rich, for_text
+from codeparse.contract.text import CodeFile
+from codeparse.contract.diff import DiffReport, OperatorUse
+from codeparse.contract.check import Policy, Report
+from codeparse.infer.operators import inventory
+from codeparse.output.render import render_code_table, short_calls
+from codeparse.trace.compare import diff_paths
+from codeparse.trace.sides import load_side
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 WIDE = 20_000  # no cell folds: each shown string stays on one line
@@ -116,8 +119,8 @@ def test_check_table_with_hostile_strings(check_report):
 
 def test_markup_literal_in_a_real_condition_message():
     """A string literal like "[/bold]" in a condition printed to crash the check table."""
-    from codeparse.check import make_report
-    from codeparse.models import InputReport
+    from codeparse.gate.run import make_report
+    from codeparse.contract.check import InputReport
 
     report = check([str(FIXTURES / "archives" / "custom_model.script.pt")], Policy(select=["CP201"]))
     item = report.inputs[0]

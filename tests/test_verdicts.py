@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import codeparse
-from codeparse.inference import Callee, operator_return_type
-from codeparse.resolve import parse_program
+from codeparse.infer.conditions import Callee
+from codeparse.infer.types import operator_return_type
+from codeparse.text.program import parse_program
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = ROOT / "fixtures" / "text"
@@ -147,9 +148,9 @@ def test_loop_carried_values_settle_to_one_answer_whatever_is_asked_first():
 
 
 def test_rule9_findings_carry_structured_sources(tmp_path):
-    from codeparse.check import check
-    from codeparse.models import Policy
-    from codeparse.sarif import to_sarif
+    from codeparse.gate.run import check
+    from codeparse.contract.check import Policy
+    from codeparse.output.sarif import to_sarif
 
     report = check([str(ARCHIVES / "verdict_self_methods.script.pt")], Policy())
     finding = next(f for f in report.inputs[0].findings if f.code == "CP204")

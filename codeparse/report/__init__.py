@@ -1,110 +1,19 @@
-"""``codeparse report``: one self-contained HTML page about archives, code files and
-script/trace pairs.
+"""The HTML report: one self-contained page per archive, for a person to read.
 
-:func:`build_report` gathers the data (:mod:`codeparse.report.data`), highlights the
-code text (:mod:`codeparse.report.highlight`, Pygments) and renders the Jinja2
-templates in ``codeparse/report/templates`` with autoescape on: every string that comes
-from an input reaches the page through autoescape, and nowhere else, but for the code
-lines, which :func:`~codeparse.report.highlight.highlight_html` escapes with
-autoescape's own function (``markupsafe.escape``).  Characters a reader cannot see or
-that reorder the text (bidi overrides, C0 and C1 controls) are shown as their escapes
-(:func:`~codeparse.report.highlight.shown_text`, the environment's ``finalize``).  CSS and JS are
-inlined; a Content-Security-Policy forbids every network request, so the file opens
-from disk and asks nothing of the network.
-
-Large inputs stay usable: each code file's view waits as the unparsed text of a
-``<script type="text/x-codeparse-view">`` (autoescaped HTML, in which input text can
-never spell ``</script``) and is put into the page when its section is opened, so an archive with hundreds of code
-files opens as fast as a small one.  The page sets ``document.body.dataset.ready`` when
-its script has run.
-
-Jinja2 and Pygments are imported only here (the ``report`` extra), never on the
-``parse``/``check`` path.
+Takes an archive (or code files) and, optionally, its trace.  Gives the page (``page``:
+the Jinja2 templates in ``templates/``, autoescaped, rendered with the data), from the data
+gathered once (``data``: the archive read, the program resolved, the check's findings), the
+script and trace side by side (``pairs``) and the code highlighted with Pygments
+(``highlight``).  Imported only by ``codeparse report``: jinja2 and pygments stay out of
+every other command.
 """
 
-from __future__ import annotations
-
-import functools
-import os
-from pathlib import Path
-from typing import Optional, Sequence
-
-from .data import KINDS, SEVERITIES, TAKEN, collect_input, collect_pair, input_paths
-
-__all__ = ["build_report", "write_report", "KINDS"]
-
-TEMPLATES = Path(__file__).with_name("templates")
+__all__ = ["build_report", "write_report"]
 
 
-@functools.cache
-def _environment():
-    """The Jinja2 environment: autoescape on for every template, strict about undefined names.
+def __getattr__(name: str):
+    if name in __all__:
+        from . import page
 
-    Compiling the templates costs about as much as rendering a large archive, so their
-    compiled code is cached with Jinja2's own bytecode cache (a private folder in the
-    system's temporary directory, keyed by each template's checksum); where that folder
-    cannot be made, templates are compiled every time."""
-    from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
-
-    from .highlight import shown_text
-
-    try:
-        # Compiled code depends on the environment's options (``finalize``), which the cache
-        # key does not cover: the name's number changes whenever they do.
-        cache = FileSystemBytecodeCache(pattern="__codeparse_report_2_%s.cache")
-    except (OSError, RuntimeError):
-        cache = None
-    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache, finalize=shown_text)
-
-
-def build_report(paths: Sequence[str | os.PathLike] = (), script: Optional[str] = None,
-                 trace: Optional[str] = None, policy=None, title: Optional[str] = None) -> tuple[str, int]:
-    """The HTML page for ``paths`` (archives, ``.code`` files, directories) and an optional
-    ``script``/``trace`` pair; returns ``(html, exit code)`` (2 when an input is unreadable)."""
-    from markupsafe import Markup
-
-    from .. import __version__
-    from ..check import load_policy
-    from .highlight import highlight_html, style_css
-
-    policy = policy if policy is not None else load_policy(plain=True)
-    inputs = [collect_input(f"a{n}", path, policy, highlight_html, problem)
-              for n, (path, problem) in enumerate(input_paths(paths))] if paths else []
-    pair = collect_pair("p0", os.fspath(script), os.fspath(trace), highlight_html) if script and trace else None
-    shown = [os.fspath(p) for p in paths] + ([f"{script} vs {trace}"] if pair else [])
-    codes = sorted({f.code for i in inputs for f in i.findings})
-    html = _environment().get_template("report.html.j2").render(
-        title=title or ", ".join(shown),
-        version=__version__,
-        inputs=inputs,
-        pair=pair,
-        kinds=KINDS,
-        severities=SEVERITIES,
-        taken=TAKEN,
-        rules=_rules(codes),
-        pygments_css=Markup(style_css(".code")),  # generated by Pygments, not from any input
-    )
-    unreadable = any(not i.readable for i in inputs) or (pair is not None and pair.error is not None)
-    return html, 2 if unreadable else 0
-
-
-def _rules(codes: list[str]) -> list[dict]:
-    """What each code means, why it matters and how to fix it (``codeparse rule``)."""
-    from ..rules import explain
-
-    out = []
-    for code in codes:
-        try:
-            out.append(explain(code))
-        except KeyError:
-            continue
-    return out
-
-
-def write_report(out: str | os.PathLike, paths: Sequence[str | os.PathLike] = (), **options) -> int:
-    """:func:`build_report` written to ``out`` (UTF-8); returns the exit code."""
-    html, code = build_report(paths, **options)
-    # A file name that is not UTF-8 holds lone surrogates, written as `\udcff` text.
-    Path(out).write_text(html, encoding="utf-8", errors="backslashreplace")
-    return code
+        return getattr(page, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

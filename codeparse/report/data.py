@@ -10,11 +10,11 @@ line comes as HTML, from the ``highlight`` function given
 
 The data comes from the same functions ``check`` and ``diff`` use, as the plain data
 ``check`` carries (no pydantic model, but for ``--target export``, whose rules read an
-:class:`~codeparse.models.Archive`): the archive reader
-(:func:`codeparse.archive.reading_archive`, each entry parsed once), the resolved
-program (:func:`codeparse.resolve.analyse`: classes, the module tree, what ``forward``
+:class:`~codeparse.contract.check.Archive`): the archive reader
+(:func:`codeparse.archive.torchscript.reading_archive`, each entry parsed once), the resolved
+program (:func:`codeparse.text.program.analyse`: classes, the module tree, what ``forward``
 reaches), each line's original source line, the checker's policy and finding filter,
-and :func:`codeparse.tracediff.diff`.  The reader also hands over the code text the
+and :func:`codeparse.trace.compare.diff`.  The reader also hands over the code text the
 spans index into and each entry's debug info, from which the original line's text is
 taken (``.debug_pkl`` stores the source of every function it maps).
 """
@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 
-__all__ = ["KINDS", "Mark", "LineView", "FileView", "FindingView", "InputView", "PairView",
-           "collect_input", "collect_pair"]
+__all__ = ["KINDS", "Mark", "LineView", "FileView", "FindingView", "InputView", "PairView", "collect_input"]
 
 # Condition kinds (DESIGN.md §5), in priority order, with the label a reader sees next to
 # the line and what it means for a trace.  Colours live in the CSS (one rule per kind).
@@ -176,7 +175,7 @@ def _short_class(qualified: str) -> str:
 
 
 def _functions(cf: Any) -> Iterable[Any]:
-    """The functions of a CodeFile model (the pair view reads :mod:`codeparse.tracediff`'s models)."""
+    """The functions of a CodeFile model (the pair view reads :mod:`codeparse.trace.compare`'s models)."""
     for cls in cf.classes:
         yield from cls.methods
     yield from cf.functions
@@ -204,7 +203,7 @@ def _era(version: Optional[int]) -> Optional[str]:
     """The torch releases whose grammar lists this version record (``codeparse grammars``)."""
     if version is None:
         return None
-    from ..grammar import available_grammars
+    from ..grammar.engine import available_grammars
 
     for info in available_grammars():
         if version in info.version_records:
@@ -227,11 +226,11 @@ def _size_group(name: str) -> str:
 
 def _sources(opened: Any, files: list[dict]) -> tuple[dict[str, str], Any, list]:
     """Code text per file path, a lookup of original line texts, and entry sizes, from an
-    archive open for reading whose debug info is read (:meth:`~codeparse.archive.OpenedArchive.every_origin`
-    with ``keep_line_maps``): the text and the :class:`~codeparse.debuginfo.LineMap` of every
+    archive open for reading whose debug info is read (:meth:`~codeparse.archive.torchscript.OpenedArchive.every_origin`
+    with ``keep_line_maps``): the text and the :class:`~codeparse.archive.debuginfo.LineMap` of every
     entry it mapped are kept there; entries without debug info are read here (their text only)."""
-    from ..api import decode_text
-    from ..archive import EntryRefused
+    from ..text.reader import decode_text
+    from ..files.zipread import EntryRefused
 
     reader = opened.reader
     texts: dict[str, str] = {display: text for display, (_, text) in opened.line_maps.items()}
@@ -270,7 +269,7 @@ class _Archive:
 
     report: dict  # the input report of `check` (InputReport.model_dump(mode="json"))
     files: list[dict]  # CodeFile.model_dump(mode="json") of each code file
-    analysis: Any  # codeparse.resolve.Analysis: classes, functions, calls, what forward reaches
+    analysis: Any  # codeparse.text.program.Analysis: classes, functions, calls, what forward reaches
     origins: dict[str, Any]  # file path -> original (file, line) of a code line, by `.get(line)`
     texts: dict[str, str]
     line_text: Any
@@ -282,16 +281,17 @@ class _Archive:
 
 def _read_archive(path: str, policy: Any, zipped: Optional[tuple]) -> _Archive:
     """One archive read as ``check`` reads it (each code entry parsed once, as plain data,
-    the program resolved by :func:`codeparse.resolve.analyse`), and besides every
-    ``.debug_pkl`` (as :func:`codeparse.archive.read_archive` reads them: the page shows the
+    the program resolved by :func:`codeparse.text.program.analyse`), and besides every
+    ``.debug_pkl`` (as :func:`codeparse.archive.torchscript.read_archive` reads them: the page shows the
     original line of every ``if`` and loop), the code texts and the entry sizes; under
     ``--target export``, ``check``'s own export report of it
-    (:func:`codeparse.check.archive_export_report`).  Raises :class:`codeparse.InputError`."""
-    from ..archive import reading_archive
-    from ..cache import EntryCache
-    from ..check import archive_export_report, selected
-    from ..checkdata import input_report
-    from ..resolve import all_findings, analyse
+    (:func:`codeparse.gate.run.archive_export_report`).  Raises :class:`codeparse.InputError`."""
+    from ..archive.torchscript import reading_archive
+    from ..text.cache import EntryCache
+    from ..gate.run import archive_export_report
+    from ..gate.policy import selected
+    from ..contract.records import input_report
+    from ..text.program import all_findings, analyse
 
     with reading_archive(path, policy, None, None, EntryCache(), zipped) as opened:
         opened.keep_line_maps = True
@@ -316,7 +316,7 @@ def _read_archive(path: str, policy: Any, zipped: Optional[tuple]) -> _Archive:
 def _file_views(input_id: str, files: list[dict], texts: dict[str, str], input_path: str,
                 findings: list[FindingView], origins: dict[str, Any], line_text, reachable_fn,
                 highlight) -> list[FileView]:
-    from ..resolve import _functions_of
+    from ..text.program import functions_of
 
     by_line: dict[tuple[str, int], list[FindingView]] = {}
     for f in findings:
@@ -338,7 +338,7 @@ def _file_views(input_id: str, files: list[dict], texts: dict[str, str], input_p
                 return None, None
             return f"{o[0]}:{o[1]}", line_text(o[0], o[1]) if line_text else None
 
-        for fn in _functions_of(cf):
+        for fn in functions_of(cf):
             qualified = fn["qualified_name"]
             live = reachable_fn(qualified)
             for if_ in fn["ifs"]:
@@ -393,14 +393,14 @@ def _file_views(input_id: str, files: list[dict], texts: dict[str, str], input_p
 
 def _reachability(files: list[dict], reachable: Optional[list[str]]):
     """``(function name -> reachable)`` and ``(path, line) -> reachable`` for findings."""
-    from ..resolve import _functions_of
+    from ..text.program import functions_of
 
     if not reachable:
         return (lambda _qn: True), (lambda _p, _l: True)
     live = set(reachable)
     spans: dict[str, list[tuple[int, int, str]]] = {}
     for cf in files:
-        for fn in _functions_of(cf):
+        for fn in functions_of(cf):
             span = fn["span"]
             spans.setdefault(cf["path"], []).append((span["line"], span["end_line"], fn["qualified_name"]))
 
@@ -414,8 +414,8 @@ def _reachability(files: list[dict], reachable: Optional[list[str]]):
 
 
 def _tree(files: list[dict], analysis: Any, file_ids: dict[str, str]) -> tuple[Optional[TreeNode], Optional[CallNode]]:
-    from ..resolve import _functions_of
-    from ..resolve import _tree as module_tree
+    from ..text.program import functions_of
+    from ..text.program import module_tree
 
     classes = analysis.prog.classes
     functions = analysis.prog.functions
@@ -426,7 +426,7 @@ def _tree(files: list[dict], analysis: Any, file_ids: dict[str, str]) -> tuple[O
                 where.setdefault(cls["qualified_name"], (file_ids[cf["path"]], cls["span"]["line"]))
     fn_where: dict[str, tuple[str, int]] = {}
     for cf in files:
-        for fn in _functions_of(cf):
+        for fn in functions_of(cf):
             if cf["path"] in file_ids:
                 fn_where.setdefault(fn["qualified_name"], (file_ids[cf["path"]], fn["span"]["line"]))
 
@@ -501,8 +501,8 @@ def _tree(files: list[dict], analysis: Any, file_ids: dict[str, str]) -> tuple[O
 def _with_unreached(findings: list[dict], read: _Archive, policy: Any) -> list[dict]:
     """``check``'s findings plus the condition findings of ifs that ``forward`` never reaches
     (``check`` leaves those out; the table shows them marked, and "reachable only" hides them)."""
-    from ..check import selected
-    from ..resolve import condition_finding
+    from ..gate.policy import selected
+    from ..text.program import condition_finding
 
     if policy.target != "trace" or not read.analysis.reachable:
         return findings  # export findings cover reachable code only; no entry point: all reachable
@@ -554,17 +554,17 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
     """Everything shown about one input; never raises for bad input.  Inputs are told
     apart as ``check`` tells them (by their bytes): TorchScript archives and code text
     are shown in full, other model files by what ``check`` finds in them.  ``policy``: a
-    :class:`~codeparse.models.Policy` or :class:`~codeparse.checkdata.Limits`."""
-    from ..api import InputError
-    from ..archive import is_archive_path
-    from ..check import _kind, input_data
-    from ..checkdata import limits_of
+    :class:`~codeparse.contract.check.Policy` or :class:`~codeparse.contract.records.Limits`."""
+    from ..contract.errors import InputError
+    from ..files.zipread import is_archive_path
+    from ..gate.run import input_kind, input_data
+    from ..contract.records import limits_of
 
     policy = limits_of(policy)
     view = InputView(id=input_id, path=path, kind="archive", readable=True)
     if problem is not None:
         return _findings_only(view, input_data(path, policy, problem))
-    kind = _kind(path, None, policy, keep=True)
+    kind = input_kind(path, None, policy, keep=True)
     zipped = kind.opened if kind is not None else None
     try:
         if kind is not None and kind.kind not in ("torchscript", "other"):
@@ -646,8 +646,9 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
 def _read_code(path: str, policy: Any) -> Optional[tuple[dict, dict, str]]:
     """A code text file: ``check``'s input report, the parsed file (plain data) and its
     text, from one parse; None when it cannot be read (``check`` then says why)."""
-    from ..api import InputError, decode_text, parse_file
-    from ..check import code_report
+    from ..contract.errors import InputError
+    from ..text.reader import decode_text, parse_file
+    from ..gate.run import code_report
 
     try:
         code_file = parse_file(path, max_bytes=policy.max_entry_bytes, as_dict=True)
@@ -659,124 +660,6 @@ def _read_code(path: str, policy: Any) -> Optional[tuple[dict, dict, str]]:
 
 
 # ----------------------------------------------------------------------------- pairs
-
-# How a script `if` fared in the trace, as the pair view labels it.
-TAKEN = {
-    "then": ("frozen (then)", "frozen"),
-    "else": ("frozen (else)", "frozen"),
-    "kept": ("kept", "kept"),
-    "ambiguous": ("ambiguous", "ambiguous"),
-    "unknown": ("ambiguous", "ambiguous"),
-    "mixed": ("mixed (loop passes differ)", "ambiguous"),
-    "neither": ("not run", "notrun"),
-}
-
-
-def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
-    """The script and trace texts side by side, each script ``if`` labelled by the diff."""
-    from ..api import InputError
-    from ..tracediff import diff, load_side
-
-    view = PairView(id=pair_id, script=script, trace=trace)
-    try:
-        s_side, t_side = load_side(script), load_side(trace)
-        report = diff(s_side, t_side)
-    except InputError as exc:
-        view.error = f"{exc.code} {exc.message}" if getattr(exc, "code", None) else str(exc)
-        return view
-    s_units = {u.code_file.path: u for u in s_side.units}
-    t_units = {u.code_file.path: u for u in t_side.units}
-    ifs_at = {(d.path, d.line): d for d in report.ifs}
-    lost_at = {(c.path, c.line): c for c in report.lost_calls}
-    loops_at = {(lp.path, lp.line): lp for lp in report.unrolled_loops}
-    view.lost, view.unrolled, view.baked, view.ifs = (report.lost_calls, report.unrolled_loops,
-                                                      report.baked_constants, report.ifs)
-    summary = getattr(report, "summary", None) or {}
-    if summary:  # diff's own counts (kept / frozen / ambiguous / not run / mixed)
-        names = {"kept": "kept", "frozen": "frozen", "ambiguous": "ambiguous", "not_run": "not run",
-                 "mixed": "mixed"}
-        view.counts = [(label, summary[key]) for key, label in names.items() if summary.get(key)]
-    else:
-        tally: dict[str, int] = {}
-        for d in report.ifs:
-            label = TAKEN.get(d.taken, (d.taken, "ambiguous"))[0]
-            tally[label] = tally.get(label, 0) + 1
-        view.counts = sorted(tally.items())
-    view.diagnostics = [f"{d.code} {d.message}" for d in report.diagnostics if d.code == "CP224"]
-
-    def function_view(fid: str, unit, fn, side: str) -> FileView:
-        lines_all = highlight(unit.text)
-        first, last = fn.span.line, fn.span.end_line
-        lines = [LineView(number=i, html=lines_all[i - 1]) for i in range(first, min(last, len(lines_all)) + 1)]
-        view_ = FileView(id=fid, path=unit.code_file.path, name=unit.code_file.path, grammar=unit.code_file.grammar,
-                         lines=lines)
-        by_number = {lv.number: lv for lv in lines}
-        if side == "script":
-            for if_ in fn.ifs:
-                lv = by_number.get(if_.span.line)
-                if lv is None:
-                    continue
-                d = ifs_at.get((unit.code_file.path, if_.span.line))
-                cond = if_.condition
-                mark = Mark(id=f"{fid}i{lv.number}", what="if", kind=cond.kind,
-                            label=f"if · {KINDS[cond.kind][0]}", text=cond.text,
-                            resolved=cond.resolved if cond.resolved != cond.text else None,
-                            sources=[(s.ref, s.kind, s.type) for s in cond.sources], function=fn.qualified_name)
-                if d is not None:
-                    label, css = TAKEN.get(d.taken, (d.taken, "ambiguous"))
-                    mark.diff, mark.diff_class = label, css
-                    why = f"reason: {d.reason}"
-                    costs = getattr(d, "costs", None)
-                    if costs:
-                        why += f"; alignment cost with the if forced to then {costs.get('then')}, " \
-                               f"to else {costs.get('else')}"
-                    if d.evidence:
-                        why += "; evidence: " + ", ".join(
-                            f"{c.call} ({c.script_line}→{c.trace_line})" for c in d.evidence[:4])
-                    if d.missing:
-                        why += "; missing from the trace: " + ", ".join(c.call for c in d.missing[:4])
-                    mark.note = why
-                else:
-                    mark.diff, mark.diff_class = "not compared", "notrun"
-                lv.mark = mark
-            for loop in fn.loops:
-                lv = by_number.get(loop.span.line)
-                u = loops_at.get((unit.code_file.path, loop.span.line))
-                if lv is None or u is None:
-                    continue
-                lv.css += " unrolled"
-                times = "?" if u.iterations is None else str(u.iterations)
-                lv.note = "loop kept by the trace" if u.kept else f"unrolled: the trace repeats its body {times} times"
-            for call in fn.calls:
-                c = lost_at.get((unit.code_file.path, call.span.line))
-                lv = by_number.get(call.span.line)
-                if c is not None and lv is not None and "lost" not in lv.css:
-                    lv.css += " lost"
-                    lv.note = f"lost: the trace never calls {c.call}"
-        return view_
-
-    k = 0
-    for md in report.modules:
-        s_unit, t_unit = s_units.get(md.script_path), t_units.get(md.trace_path)
-        if s_unit is None or t_unit is None:
-            continue
-        s_fn = _find_function(s_unit.code_file, md.script_function)
-        t_fn = _find_function(t_unit.code_file, md.trace_function)
-        if s_fn is None or t_fn is None:
-            continue
-        evidence = {c.trace_line for d in report.ifs if d.module == md.module for c in d.evidence if c.trace_line}
-        evidence |= {c.trace_line for lp in report.unrolled_loops if lp.module == md.module
-                     for c in lp.evidence if c.trace_line}
-        s_view = function_view(f"{pair_id}s{k}", s_unit, s_fn, "script")
-        t_view = function_view(f"{pair_id}t{k}", t_unit, t_fn, "trace")
-        for lv in t_view.lines:
-            if lv.number in evidence:
-                lv.css += " evidence"
-        view.rows.append({"module": md.module, "script": s_view, "trace": t_view, "cost": md.cost,
-                          "matched": md.matched})
-        k += 1
-    return view
-
 
 def _find_function(cf: Any, qualified: str) -> Optional[Any]:
     for fn in _functions(cf):
@@ -790,6 +673,6 @@ def _find_function(cf: Any, qualified: str) -> Optional[Any]:
 
 def input_paths(paths: Iterable[str]) -> list[tuple[str, Optional[str]]]:
     """Inputs as ``check`` expands them (directories walked for archives and ``.code`` files)."""
-    from ..check import expand_inputs
+    from ..gate.inputs import expand_inputs
 
     return expand_inputs(os.fspath(p) for p in paths)

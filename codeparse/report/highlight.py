@@ -22,13 +22,12 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from typing import Iterator
-
 from pygments.lexer import Lexer
 from pygments.token import STANDARD_TYPES, _TokenType, string_to_tokentype
+from typing import Iterator
 
-from ..escaping import HIDDEN, escape_char, for_layout
-from ..grammar import grammar_dir
+from ..grammar.locations import grammar_dir
+from ..output.escaping import HIDDEN, escape_char, for_layout
 
 __all__ = ["TorchScriptLexer", "highlight_lines", "highlight_html", "style_css", "shown_text"]
 

@@ -1,0 +1,18 @@
+"""The command line: ``codeparse`` and its subcommands, thin over the library.
+
+Takes argv.  Gives exit codes (0 clean, 1 findings, 2 usage or input error) and output
+written by the renderers: ``app`` (the group and ``main``, ``parse``, ``grammars``, ``schema``, ``rule``),
+``check`` (``check``, ``scan``), ``diff`` (``diff``, ``capture``, ``ops``) and ``report``; ``output``
+opens the output file or standard output for all of them.  Each command module imports its
+heavy dependencies inside the command, so ``codeparse --help`` starts fast.
+"""
+
+__all__ = ["main"]
+
+
+def __getattr__(name: str):
+    if name == "main":
+        from .app import main
+
+        return main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,162 @@
+"""Models built from the engine's plain data without validating it again.
+
+The parse and the check produce plain dicts equal to ``model_dump(mode="json")``; these
+functions turn them into the frozen models at the library boundary, as ``model_construct``
+would, at a fraction of validation's cost.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from typing import Any
+
+from .check import InputReport, Report
+from .text import CodeFile
+
+
+def code_file_from_plain(data: dict) -> CodeFile:
+    """The :class:`CodeFile` of the plain data that ``parse_text(..., as_dict=True)`` returns.
+
+    Equal to ``CodeFile.model_validate(data)`` (the test suite compares them over every
+    fixture), built without validating again what the engine guarantees: each dict
+    becomes a model whose ``__dict__`` is a copy of it with nested dicts replaced by
+    models, as ``model_construct`` does.  A dict reached twice (a call listed in
+    ``calls`` and again in an if's ``then_calls``) becomes one shared model, and every
+    model of a class shares one ``model_fields_set`` (frozen models never change it;
+    ``model_copy`` copies it first), so a built file holds little more than its data.
+    ``data`` is not changed.
+    """
+    return _build(CodeFile, data, {})
+
+
+def report_from_plain(data: dict) -> Report:
+    """The :class:`Report` of the plain data ``check`` collects (``Report.model_dump(mode="json")``),
+    built as :func:`code_file_from_plain` builds a CodeFile (``codeparse.check`` returns it),
+    by a function written for the report's classes (:func:`_builder`); a dict reached twice
+    becomes two equal models."""
+    return _builder(Report)(data)
+
+
+def input_report_from_plain(data: dict) -> InputReport:
+    """The :class:`InputReport` of one input's plain data, as :func:`report_from_plain`."""
+    return _builder(InputReport)(data)
+
+
+_LIST, _ONE = 0, 1
+
+_Plan = tuple[tuple[str, int, type], ...]
+
+_plans: dict[type, tuple[_Plan, set]] = {}
+
+_object_setattr = object.__setattr__
+
+
+def _plan(cls: type) -> tuple[_Plan, set]:
+    """Which fields of ``cls`` hold models (one, optional or a list of them), and the
+    field set every built instance shares."""
+    import typing
+
+    found = _plans.get(cls)
+    if found is None:
+        steps = []
+        for name, info in cls.model_fields.items():
+            ann = info.annotation
+            origin, args = typing.get_origin(ann), typing.get_args(ann)
+            if origin is typing.Union and len(args) == 2 and type(None) in args:  # Optional[X]
+                ann = args[0] if args[1] is type(None) else args[1]
+                origin, args = typing.get_origin(ann), typing.get_args(ann)
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                steps.append((name, _ONE, ann))
+            elif origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+                steps.append((name, _LIST, args[0]))
+            elif any(isinstance(a, type) and issubclass(a, BaseModel) for a in _flatten(ann)):
+                raise TypeError(f"{cls.__name__}.{name}: a nested model shape the builder does not know")
+        found = _plans[cls] = (tuple(steps), set(cls.model_fields))
+    return found
+
+
+def _flatten(ann) -> list:
+    import typing
+
+    out, todo = [], [ann]
+    while todo:
+        a = todo.pop()
+        out.append(a)
+        todo.extend(typing.get_args(a))
+    return out
+
+
+def _build(cls: type, data: dict, memo: dict) -> BaseModel:
+    key = id(data)
+    got = memo.get(key)
+    if got is not None and type(got) is cls:
+        return got
+    steps, fields_set = _plan(cls)
+    values = data.copy()
+    if len(values) != len(fields_set):  # a field left at its default, as model_validate fills it
+        for name, info in cls.model_fields.items():
+            if name not in values:
+                values[name] = info.get_default(call_default_factory=True)
+    for name, how, sub in steps:
+        value = values[name]
+        if how == _LIST:
+            values[name] = [_build(sub, v, memo) for v in value]
+        elif value is not None:
+            values[name] = _build(sub, value, memo)
+    model = cls.__new__(cls)
+    _object_setattr(model, "__dict__", values)
+    _object_setattr(model, "__pydantic_fields_set__", fields_set)
+    _object_setattr(model, "__pydantic_extra__", None)
+    _object_setattr(model, "__pydantic_private__", None)
+    memo[key] = model
+    return model
+
+
+_builders: dict[type, Any] = {}
+
+
+def _builder(cls: type) -> Any:
+    """A function that builds ``cls`` from its plain data as :func:`_build` does (without
+    its memo of shared dicts; a field left to its default takes its place in field order, as
+    in a validated model), written out for the class: one function per model class,
+    each field holding models built by a direct call, the model's slots set through their
+    descriptors.  Building the report of a model zoo: about half of :func:`_build`'s time."""
+    found = _builders.get(cls)
+    if found is not None:
+        return found
+    env: dict[str, Any] = {"_new": object.__new__, "_set": _object_setattr,
+                           "_fields_set": BaseModel.__pydantic_fields_set__.__set__,  # type: ignore[attr-defined]
+                           "_extra": BaseModel.__pydantic_extra__.__set__,  # type: ignore[attr-defined]
+                           "_private": BaseModel.__pydantic_private__.__set__}  # type: ignore[attr-defined]
+    lines: list[str] = []
+    done: set[type] = set()
+
+    def write(model: type) -> str:
+        name = f"_build_{model.__name__}"
+        if model in done:
+            return name
+        done.add(model)
+        steps, fields_set = _plan(model)
+        env[f"_cls_{model.__name__}"] = model
+        env[f"_set_{model.__name__}"] = fields_set
+        env[f"_fields_{model.__name__}"] = model.model_fields
+        body = [f"def {name}(data):", "    values = data.copy()",
+                f"    if len(values) != {len(fields_set)}:",
+                "        values = {key: data[key] if key in data else info.get_default(call_default_factory=True)",
+                f"                  for key, info in _fields_{model.__name__}.items()}}"]
+        for field, how, sub in steps:
+            call = write(sub)
+            if how == _LIST:
+                body.append(f"    values[{field!r}] = [{call}(v) for v in values[{field!r}]]")
+            else:
+                body += [f"    v = values[{field!r}]", "    if v is not None:", f"        values[{field!r}] = {call}(v)"]
+        body += [f"    model = _new(_cls_{model.__name__})", "    _set(model, '__dict__', values)",
+                 f"    _fields_set(model, _set_{model.__name__})", "    _extra(model, None)", "    _private(model, None)",
+                 "    return model"]
+        lines.extend(body)
+        return name
+
+    top = write(cls)
+    exec("\n".join(lines), env)  # noqa: S102 - code written from the models' own fields
+    found = _builders[cls] = env[top]
+    return found

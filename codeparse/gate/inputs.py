@@ -1,0 +1,115 @@
+"""The check's inputs: paths expanded into the files to check (directories walked, excluded
+names skipped, nothing followed outside the tree) and standard input read within bounds."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+from ..contract.codes import diagnostic
+from ..contract.defaults import DEFAULT_EXCLUDE
+from ..contract.records import finding as plain_finding
+from ..files.walk import Escaped, not_regular, walk_files
+
+
+__all__ = ["expand_inputs", "CHECK_CODE_SUFFIXES"]
+
+
+CHECK_CODE_SUFFIXES = (".code",)
+
+# The `problem` of a file met in a directory walk that is no model file but is named like
+# one (`notes.pt`): listed as kind `other`, not an error (issue 11).
+NOT_A_MODEL = "not a model file"
+
+# The `problem` of a symbolic link met in a walk whose target leaves the walked tree,
+# followed by the target: reported (CP342), never read (issue 15).
+OUTSIDE_TREE = "link outside the walked tree: "
+
+
+def _walk_entry(f: Path, models_only: bool = False) -> Optional[tuple[str, Optional[str]]]:
+    """A file met in a directory walk: checked (the bytes decide), listed, or passed over."""
+    from ..files.filekind import MODEL_SUFFIXES, recognize
+
+    suffix = f.suffix.lower()
+    if suffix in CHECK_CODE_SUFFIXES:
+        return None if models_only else (str(f), None)
+    try:
+        kind = recognize(f).kind
+    except OSError as exc:
+        return (str(f), exc.strerror or str(exc))
+    if kind != "other":
+        return (str(f), None)
+    return (str(f), NOT_A_MODEL) if suffix in MODEL_SUFFIXES else None
+
+
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    """Whether a glob matches ``path``: the whole path, or any run of its folders / name
+    (``vendor`` matches ``a/vendor/b.pt``; ``*.pkl`` matches ``x/y.pkl``)."""
+    import fnmatch
+
+    path = path.replace("\\", "/")
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if (fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, f"*/{pattern}")
+                or fnmatch.fnmatchcase(path, f"{pattern}/*") or fnmatch.fnmatchcase(path, f"*/{pattern}/*")):
+            return True
+    return False
+
+
+def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iterable[str] = (),
+                  skip_other: bool = False) -> list[tuple[str, Optional[str]]]:
+    """``(path, problem)`` for every input: directories are walked recursively (sorted)
+    for model files (recognised by their bytes, :mod:`codeparse.files.filekind`) and ``.code``
+    files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input."""
+    out: list[tuple[str, Optional[str]]] = []
+    for raw in paths:
+        if raw == "-":
+            out.append((raw, None))
+            continue
+        p = Path(raw)
+        if p.is_dir():
+            found = []
+            skip = [*DEFAULT_EXCLUDE, *exclude]
+            for name in walk_files(p):
+                if matches(os.path.relpath(name, p), skip) or (exclude and matches(str(name), exclude)):
+                    continue
+                if isinstance(name, Escaped):  # reported (CP342), never read
+                    found.append((str(name), OUTSIDE_TREE + name.target))
+                    continue
+                entry = _walk_entry(Path(name), models_only)
+                if entry is not None:
+                    found.append(entry)
+            if not found:
+                out.append((raw, "directory holds no archives or .code files"))
+            out.extend(found)
+        elif p.exists():
+            reason = not_regular(p)
+            if reason is not None:  # a FIFO or a device: CP301, never opened
+                out.append((raw, reason))
+                continue
+            if skip_other and p.is_file():  # pre-commit passes every file: decide as a walk does
+                entry = _walk_entry(p, models_only)
+                if entry is not None:
+                    out.append((raw, entry[1]))
+                continue
+            out.append((raw, None))
+        else:
+            out.append((raw, "no such file or directory"))
+    return out
+
+
+def _whole(code: str, path: str, **args: Any) -> dict:
+    """A finding (plain data) about a whole input."""
+    return plain_finding(diagnostic(code, path, None, **args))
+
+
+def read_stdin() -> bytes:
+    """All of standard input, as bytes (``check -``)."""
+    import sys
+
+    stream = sys.stdin
+    if stream is None:
+        return b""
+    buffer = getattr(stream, "buffer", None)
+    return buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")

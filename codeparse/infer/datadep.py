@@ -1,0 +1,285 @@
+"""Data-dependent shapes: which sizes depend on tensor values (issue 9).
+
+``torch.export`` traces with symbolic sizes.  The output of ``nonzero``,
+``masked_select``, ``x[mask]``, ``unique``, ``repeat_interleave`` with tensor repeats
+(``grammars/semantics.toml`` ``[export]``) has a size no example decides, and so has
+a factory or view whose size comes from a tensor's value (``torch.zeros([int(n)])``).
+A branch or loop that reads such a size (``size``, ``numel``, ``len``) fails to
+export; one that reads an input's size only specializes.
+
+This module answers that for one function, over the definitions that
+:mod:`codeparse.infer.conditions` exposes (``FunctionFacts.defs``, ``Inference.value_of``):
+
+* :meth:`FunctionDataDependence.shape` -- for a ``tensor_shape`` condition: whether
+  a size it reads is data-dependent, and the spans of the producers (the ``nonzero``
+  call, or in another function the call that returns it);
+* :meth:`FunctionDataDependence.value_related` -- for a ``tensor_value`` condition:
+  the spans of the conversions (``bool(...)``, ``torch.item(...)``) it rests on, which
+  is where torch reports the failure as often as at the ``if``;
+* :meth:`FunctionDataDependence.conversions` -- ``int``/``float``/``bool`` of a
+  tensor's value anywhere in the function.
+
+Calls are followed through the callees that inference knows
+(:class:`codeparse.infer.conditions.Callee`: the same text, or any file of an archive):
+each gets, once, a summary "does what it returns have a data-dependent size, and
+where is that made?".  A producer in another file is reported at the call site in
+this one.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+from ..parse.expressions import Attr, CallExpr, Const, Expr, Index, Name, Seq
+
+__all__ = ["ExportTable", "FunctionDataDependence", "export_table", "returns_data_dependent"]
+
+_MAX_DEPTH = 32
+_NOT = None  # "not data-dependent"
+
+
+class ExportTable:
+    """``[export]`` of ``grammars/semantics.toml``, as sets."""
+
+    def __init__(self, data: dict[str, Any]):
+        table = data["export"]
+        self.producers = frozenset(table["data_dependent_outputs"])
+        self.literal_static = frozenset(table["literal_static"])
+        self.mask_indexing = frozenset(table["mask_indexing"])
+        self.bool_results = frozenset(table["bool_results"])
+        self.size_arguments = frozenset(table["size_arguments"])
+        self.shape_reads = frozenset(table["shape_reads"])
+        self.conversions = frozenset(table["scalar_conversions"])
+
+
+@functools.cache
+def export_table() -> ExportTable:
+    from ..grammar.engine import load_semantics
+
+    return ExportTable(load_semantics())
+
+
+def returns_data_dependent(callee: Any) -> Optional[frozenset]:
+    """Producer spans when what ``callee`` returns has a data-dependent size (memoized on it)."""
+    cached = getattr(callee, "_data_dependent_returns", False)
+    if cached is not False:
+        return cached
+    callee._data_dependent_returns = _NOT  # recursion cut
+    inf = callee.inference
+    dd = FunctionDataDependence(inf)
+    result = _union(dd.tensor(inf.tree(span), 0) for span, _ in inf.facts.returns)
+    callee._data_dependent_returns = result
+    return result
+
+
+class FunctionDataDependence:
+    """The data-dependence questions about one function (see the module docs)."""
+
+    def __init__(self, inference: Any):
+        self.inf = inference
+        self.table = export_table()
+        self._memo: dict[int, Optional[frozenset]] = {}
+        self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
+        self._assigns: dict[str, list] = {}  # name -> its assignments with a value
+
+    # -- helpers -------------------------------------------------------------
+    def _op(self, node: CallExpr) -> tuple[str, Optional[str]]:
+        """``("operator", "nonzero")``, ``("function", qualified)``, ``("intrinsic", name)``..."""
+        key = (node.start, node.end)  # the same text: the same answer, within one function
+        found = self._ops.get(key)
+        if found is None:
+            found = self._ops[key] = self._find_op(node)
+        return found
+
+    def _find_op(self, node: CallExpr) -> tuple[str, Optional[str]]:
+        method = self.inf._method_operator(node)
+        if method is not None:
+            return "operator", method.rpartition(":")[2]
+        kind, target = self.inf.callee_target(node.func)
+        if kind == "operator" and target:
+            return kind, target.rpartition(":")[2]
+        return kind, target
+
+    def _defs(self, name: str) -> list:
+        found = self._assigns.get(name)
+        if found is None:
+            if name in self.inf.facts.params:
+                found = []
+            else:
+                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind == "assign" and d.value is not None]
+            self._assigns[name] = found
+        return found
+
+    def _is_tensor_operand(self, node: Expr) -> bool:
+        if isinstance(node, Const):
+            return False
+        if isinstance(node, Name) and node.id in self.inf.sem.literals:
+            return False
+        typ = self.inf.expr_type(node)
+        return typ is None or typ in self.inf.sem.tensor_types
+
+    # -- data-dependent sizes --------------------------------------------------
+    def tensor(self, node: Expr, depth: int) -> Optional[frozenset]:
+        """Producer spans (start, end) when the value of ``node`` has a data-dependent size, else None."""
+        if depth > _MAX_DEPTH:
+            return _NOT
+        if isinstance(node, Name):
+            key = ("name", node.id)
+            if key in self._memo:
+                return self._memo[key]
+            self._memo[key] = _NOT  # cycle guard (loop-carried names)
+            found: set[tuple[int, int]] = set()
+            hit = False
+            for d in self._defs(node.id):
+                value = self.inf.value_of(d)
+                r = self.tensor(value, depth + 1) if value is not None else _NOT
+                if r is not None:
+                    hit = True
+                    found.update(r)
+            result = frozenset(found) if hit else _NOT
+            self._memo[key] = result
+            return result
+        if isinstance(node, (Index, Seq)):
+            return _union(self.tensor(c, depth + 1) for c in node.children())
+        if isinstance(node, CallExpr):
+            return self._call(node, depth)
+        return _NOT
+
+    def _call(self, node: CallExpr, depth: int) -> Optional[frozenset]:
+        t = self.table
+        func = node.func
+        args = node.args
+        operands = [*args, *(v for _, v in node.keywords)]
+        callee = self.inf._callee_of(node)
+        if callee is not None:  # a function or method whose body is known: what it returns
+            return self._callee(callee, node)
+        kind, name = self._op(node)
+        if kind == "intrinsic":
+            if name in self.inf.sem.value_intrinsics and args:
+                return self.tensor(args[-1], depth + 1)
+            return _NOT
+        if kind != "operator" or not name:
+            return _NOT
+        if name in t.producers:
+            if name in t.literal_static and len(args) > 1 and all(isinstance(a, Const) for a in args[1:2]):
+                return self.tensor(args[0], depth + 1)
+            return frozenset({(node.start, node.end)})
+        if name in t.mask_indexing and len(args) > 1 and self._has_mask(args[1], depth):
+            return frozenset({(node.start, node.end)})
+        if name in t.size_arguments:
+            sizes = args[1:] if name not in ("zeros", "ones", "empty", "full", "rand", "randn", "arange",
+                                             "linspace", "randint") else args
+            conv = _union(self.value_conversions(a, depth + 1) for a in sizes)
+            if conv is not None:
+                return conv
+        return _union(self.tensor(a, depth + 1) for a in operands)
+
+    def _callee(self, callee: Any, call: CallExpr) -> Optional[frozenset]:
+        spans = returns_data_dependent(callee)
+        if spans is None:
+            return _NOT
+        if callee.inference.text is self.inf.text:
+            return frozenset({(call.start, call.end), *spans})
+        return frozenset({(call.start, call.end)})  # a producer in another file: its call site here
+
+    def _has_mask(self, node: Expr, depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, Name):
+            return any(self._has_mask(self.inf.value_of(d), depth + 1) for d in self._defs(node.id)
+                       if self.inf.value_of(d) is not None)
+        if isinstance(node, Seq):
+            return any(self._has_mask(i, depth + 1) for i in node.items)
+        if isinstance(node, CallExpr):
+            kind, name = self._op(node)
+            if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
+                return self._has_mask(node.args[-1], depth + 1)
+            return kind == "operator" and name in self.table.bool_results
+        return False
+
+    def value_conversions(self, node: Expr, depth: int = 0) -> Optional[frozenset]:
+        """Spans of conversions of tensor values (`int(t)`, `torch.item(t)`) beneath ``node``."""
+        if depth > _MAX_DEPTH:
+            return _NOT
+        if isinstance(node, Name):
+            key = ("value", node.id)
+            if key in self._memo:
+                return self._memo[key]
+            self._memo[key] = _NOT
+            result = _union(self.value_conversions(self.inf.value_of(d), depth + 1) for d in self._defs(node.id)
+                            if self.inf.value_of(d) is not None)
+            self._memo[key] = result
+            return result
+        if isinstance(node, (Index, Seq)):
+            return _union(self.value_conversions(c, depth + 1) for c in node.children())
+        if isinstance(node, CallExpr):
+            kind, name = self._op(node)
+            inner = _union(self.value_conversions(c, depth + 1) for c in [*node.args, *(v for _, v in node.keywords)])
+            if kind == "operator" and name and name in self.inf.sem.value_ops:
+                if name not in self.inf.sem.conversions or (node.args and self._is_tensor_operand(node.args[0])):
+                    return frozenset({(node.start, node.end), *(inner or ())})
+            return inner
+        if isinstance(node, Attr):
+            return self.value_conversions(node.value, depth + 1)
+        return _NOT
+
+    # -- the questions -----------------------------------------------------------
+    def shape(self, node: Expr) -> Optional[frozenset]:
+        """Producer spans (start, end) when a shape read in ``node`` reads a data-dependent size.
+
+        ``shape_operands`` then holds the operands whose size is read, as printed.
+        """
+        self.shape_operands: list[str] = []
+        found: set[tuple[int, int]] = set()
+        hit = False
+        seen: set[int] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Name):
+                for d in self._defs(n.id):
+                    value = self.inf.value_of(d)
+                    if value is not None and id(value) not in seen:
+                        seen.add(id(value))
+                        stack.append(value)
+                continue
+            if isinstance(n, CallExpr):
+                kind, name = self._op(n)
+                if kind == "operator" and name in self.table.shape_reads and n.args:
+                    if name in self.inf.sem.tensor_only and not self._is_tensor_operand(n.args[0]):
+                        pass
+                    else:
+                        r = self.tensor(n.args[0], 0)
+                        if r is not None:
+                            hit = True
+                            found.update(r)
+                            text = self.inf.text[n.args[0].start:n.args[0].end]
+                            if text not in self.shape_operands:
+                                self.shape_operands.append(text)
+                        continue
+            stack.extend(n.children())
+        return frozenset(found) if hit else _NOT
+
+    def conversions(self, calls: list[dict]) -> list[tuple[int, int]]:
+        """Spans of ``int``/``float``/``bool`` calls on tensor values among ``calls``."""
+        out = []
+        for call in calls:
+            target = call.get("target") or ""
+            if call["kind"] != "operator" or target.rpartition(":")[2] not in self.table.conversions:
+                continue
+            span = call["span"]
+            node = self.inf.tree((span["start"], span["end"]))
+            if isinstance(node, CallExpr) and node.args and self._is_tensor_operand(node.args[0]):
+                out.append((span["start"], span["end"]))
+        return out
+
+
+def _union(results) -> Optional[frozenset]:
+    out: set[tuple[int, int]] = set()
+    hit = False
+    for r in results:
+        if r is not None:
+            hit = True
+            out.update(r)
+    return frozenset(out) if hit else _NOT

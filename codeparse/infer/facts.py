@@ -1,0 +1,67 @@
+"""What inference records about names: scopes, definitions and a function's facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Optional
+
+
+if TYPE_CHECKING:  # conditions imports this module
+    from .conditions import Callee
+
+__all__ = ["Definition", "Scope", "FunctionFacts"]
+
+
+class Scope:
+    """A block a statement sits in: the ``if``/loop that owns it, and which branch.
+
+    One object per block (compared and hashed by identity: a tuple of scopes is a cheap
+    memo key)."""
+
+    __slots__ = ("kind", "branch", "test", "key")
+
+    def __init__(self, kind: str, branch: str, test: tuple[int, int], key: int):
+        self.kind = kind  # "if", "for", "while", "with", "def"
+        self.branch = branch  # "then", "else", "body"
+        self.test = test  # span of the condition / iteration expression
+        self.key = key  # identity of the owning statement (its start offset)
+
+    def __repr__(self) -> str:
+        return f"Scope(kind={self.kind!r}, branch={self.branch!r}, test={self.test!r}, key={self.key!r})"
+
+
+@dataclass(slots=True)
+class Definition:
+    """One binding of a name: an assignment, a for target, a parameter, or a mutation
+    (``torch.append(l, v)`` defines ``l``; ``value`` is then the whole call)."""
+
+    name: str
+    kind: str  # "assign", "for", "with", "param", "mutate"
+    value: Optional[tuple[int, int]]  # span of the value expression
+    element: Optional[int]  # index into a tuple value that is not a display
+    scopes: tuple[Scope, ...]
+    annotation: Optional[str] = None
+    start: int = 0
+
+
+@dataclass
+class FunctionFacts:
+    """What inference needs to know about one function."""
+
+    params: dict[str, Optional[str]]  # name -> annotation
+    defs: dict[str, list[Definition]] = field(default_factory=dict)
+    # Declared `self` attributes: name -> (role, type), from the class, if any.
+    declared: Optional[dict[str, tuple[str, Optional[str]]]] = None
+    self_name: str = "self"
+    # Declarations of other classes (an archive's), for paths of more than one step:
+    # qualified class name -> its declared attributes, or None when unknown.
+    types: Optional[Callable[[str], Optional[dict[str, tuple[str, Optional[str]]]]]] = None
+    # The class a method belongs to (qualified), or None for free functions and bare text.
+    owner: Optional[str] = None
+    # Callees whose body is available: qualified name -> Callee, or None (rule 3).
+    functions: Optional[Callable[[str], Optional["Callee"]]] = None
+    # Qualified names whose summaries are being computed (shared by the functions of a
+    # text or an archive).
+    active: set = field(default_factory=set)
+    # `return` values: (span, scopes).
+    returns: list[tuple[tuple[int, int], tuple[Scope, ...]]] = field(default_factory=list)

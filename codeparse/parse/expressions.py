@@ -1,0 +1,353 @@
+"""The expression reader: builds small trees for the expressions inference needs.
+
+Statements are matched whole by the grammar; most expressions are never turned into
+trees (calls and attribute reads are found by one scan, see ``extract.py``).  Only
+conditions and the definitions they depend on are read here, on demand.
+
+The reader is the engine half of the grammar's ``[expression]`` section: it matches
+``atom`` at a position, then ``trailer`` repeatedly; inside brackets ``items`` (a
+recursive pattern, so the whole bracket is checked in one C-level match) gives the
+spans of the items, and each item is read in turn.  Depth is bounded by the
+grammar's ``max_expression_depth``; past it an :class:`Opaque` node stands for the rest.
+
+Where the text read holds no quote and no line break (most of it: the grammar's
+``[lines].string_quotes`` and ``bracket_pairs`` say which characters those are), the
+items of a bracket are found by counting brackets and separators in one ``re`` pass
+(:func:`split_items`), which gives what ``items`` gives on such text (a property test
+checks it against the pattern of every grammar); elsewhere ``items`` is matched.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Iterator, Optional, Union
+
+from ..grammar.engine import Grammar, char_class
+
+__all__ = ["Name", "Const", "Attr", "CallExpr", "Index", "Seq", "Opaque", "Expr", "ExpressionReader", "names_in"]
+
+
+class _Node:
+    __slots__ = ("start", "end")
+
+    def children(self) -> list["Expr"]:
+        return []
+
+
+class Name(_Node):
+    __slots__ = ("id",)
+
+    def __init__(self, id: str, start: int, end: int):
+        self.id, self.start, self.end = id, start, end
+
+
+class Const(_Node):
+    """A string or number literal (``True``/``None`` are :class:`Name`)."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: str, text: str, start: int, end: int):
+        self.kind, self.text, self.start, self.end = kind, text, start, end
+
+
+class Attr(_Node):
+    __slots__ = ("value", "attr")
+
+    def __init__(self, value: "Expr", attr: str, start: int, end: int):
+        self.value, self.attr, self.start, self.end = value, attr, start, end
+
+    def children(self):
+        return [self.value]
+
+
+class CallExpr(_Node):
+    __slots__ = ("func", "args", "keywords")
+
+    def __init__(self, func: "Expr", args: list, keywords: list, start: int, end: int):
+        self.func, self.args, self.keywords = func, args, keywords
+        self.start, self.end = start, end
+
+    def children(self):
+        return [self.func, *self.args, *(v for _, v in self.keywords)]
+
+
+class Index(_Node):
+    __slots__ = ("value", "items")
+
+    def __init__(self, value: "Expr", items: list, start: int, end: int):
+        self.value, self.items, self.start, self.end = value, items, start, end
+
+    def children(self):
+        return [self.value, *self.items]
+
+
+class Seq(_Node):
+    """A tuple, list or dict display (dict items alternate key, value)."""
+
+    __slots__ = ("kind", "items")
+
+    def __init__(self, kind: str, items: list, start: int, end: int):
+        self.kind, self.items, self.start, self.end = kind, items, start, end
+
+    def children(self):
+        return list(self.items)
+
+
+class Opaque(_Node):
+    """Text that was not read into a tree (too deep, or not an expression)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str, start: int, end: int):
+        self.reason, self.start, self.end = reason, start, end
+
+
+Expr = Union[Name, Const, Attr, CallExpr, Index, Seq, Opaque]
+
+_CLOSERS = {"paren": ")", "list": "]", "dict": "}", "call": ")", "index": "]"}
+# The separator of the grammars' ``items`` (``SEP``: a comma, then spaces), for split_items.
+_SEPARATOR = ","
+_SPACE = " "
+FALLBACK = object()  # split_items cannot decide: match ``items``
+
+
+def structure_finder(grammar: Grammar):
+    """``finditer`` of the characters that split items (brackets and the separator), and
+    the grammar's openers -> closers; None when the grammar names no brackets or quotes."""
+    pairs = grammar.bracket_pairs
+    quotes = grammar.string_quotes
+    if not pairs or not quotes:
+        return None
+    return char_class("".join(o + c for o, c in pairs) + _SEPARATOR).finditer, dict(pairs), quotes
+
+
+def _top_level(text: str, start: int, end: int, finder, openers: dict) -> Iterator[int]:
+    """The offset of each separator or closer of ``text[start:end]`` that no bracket
+    encloses, in order; ``-1`` (and nothing after it) where brackets do not nest or stay
+    open at ``end``."""
+    stack: list[str] = []
+    for m in finder(text, start, end):
+        at = m.start()
+        ch = text[at]
+        closer = openers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+        elif not stack:
+            yield at
+        elif ch != _SEPARATOR and stack.pop() != ch:
+            yield -1
+            return
+    if stack:
+        yield -1
+
+
+def split_items(text: str, pos: int, end: int, finder, openers: dict):
+    """``(item spans, trailing comma, closer offset)`` of the bracket whose items start at
+    ``pos``, as the grammar's ``items`` gives them on ``text[pos:end]`` without quotes or
+    line breaks; the closer offset is None when ``items`` stops short of a closer;
+    ``FALLBACK`` where brackets inside do not nest (``items`` is matched there)."""
+    spans: list[tuple[int, int]] = []
+    start = pos  # of the current item; the first one keeps its leading spaces
+    for at in _top_level(text, pos, end, finder, openers):
+        if at < 0:
+            return FALLBACK
+        ch = text[at]
+        # A separator or a closer at the top level ends the current item.
+        if at == start:  # an empty item: `items` ends before it
+            if not spans:
+                return spans, False, (at if ch != _SEPARATOR else None)
+            return spans, True, (at if ch != _SEPARATOR else None)
+        spans.append((start, at))
+        if ch != _SEPARATOR:
+            return spans, False, at
+        nxt = at + 1
+        while nxt < end and text[nxt] == _SPACE:
+            nxt += 1
+        start = nxt
+    return FALLBACK
+
+
+def split_list(text: str, start: int, end: int, finder, openers: dict):
+    """The item spans of ``text[start:end]`` as a full match of the grammars' ``expr_items``
+    gives them (``a, b``, ``a, b, ``), or None where that does not match (an empty item),
+    for text without quotes or line breaks; ``FALLBACK`` where brackets do not nest or a
+    closer stands alone (``expr_items`` is matched there)."""
+    spans: list[tuple[int, int]] = []
+    item = start  # start of the current item; the first one keeps its leading spaces
+    for at in _top_level(text, start, end, finder, openers):
+        if at < 0 or text[at] != _SEPARATOR:
+            return FALLBACK
+        if at == item:  # an empty item: no full match
+            return None
+        spans.append((item, at))
+        item = at + 1
+        while item < end and text[item] == _SPACE:
+            item += 1
+    if item < end:
+        spans.append((item, end))
+    return spans
+
+
+class ExpressionReader:
+    """Reads expressions of one source text with one grammar."""
+
+    def __init__(self, text: str, grammar: Grammar):
+        self.text = text
+        expression = grammar.expression
+        self._atom = expression["atom"].match
+        self._trailer = expression["trailer"].match
+        self._items = expression["items"].match
+        self._keyword = expression["keyword"].match
+        self._grammar = grammar  # `dict_entry` is looked up when a dict is read (rare)
+        self.max_depth = int(grammar.limits["max_expression_depth"])
+        self.too_deep: Optional[int] = None  # offset where the depth limit was hit
+        found = structure_finder(grammar)
+        self._finder, self._openers, self._quotes = found if found is not None else (None, None, ())
+        self._counting = False  # the text being read has no quote and no line break
+
+    def read(self, start: int, end: int) -> Expr:
+        """The expression that spans exactly ``text[start:end]``."""
+        text = self.text
+        counting = self._finder is not None and text.find("\n", start, end) == -1
+        if counting:
+            for quote in self._quotes:
+                if text.find(quote, start, end) != -1:
+                    counting = False
+                    break
+        outer, self._counting = self._counting, counting
+        try:
+            node, stop = self._expr(start, end, 0)
+        finally:
+            self._counting = outer
+        if stop != end:
+            return Opaque("not an expression", start, end)
+        return node
+
+    def _expr(self, pos: int, end: int, depth: int) -> tuple[Expr, int]:
+        text = self.text
+        if depth > self.max_depth:
+            if self.too_deep is None:
+                self.too_deep = pos
+            return Opaque("too deep", pos, end), end
+        m = self._atom(text, pos, end)
+        if m is None:
+            return Opaque("not an expression", pos, end), end
+        kind = m.lastgroup
+        cur = m.end()
+        if kind == "name":
+            node: Expr = Name(m.group(), pos, cur)
+            if cur == end:
+                return node, cur
+        elif kind == "string" or kind == "number":
+            node = Const(kind, m.group(), pos, cur)
+        else:
+            items, close = self._bracket(cur, end, depth, kind == "dict")
+            if close is None:
+                return Opaque("unbalanced bracket", pos, end), end
+            cur = close + 1
+            if kind == "paren" and len(items[0]) == 1 and not items[1]:
+                node = items[0][0]  # a parenthesised expression, not a tuple
+                node = _reparent(node, pos, cur)
+            else:
+                seq_kind = {"paren": "tuple", "list": "list", "dict": "dict"}[kind]
+                node = Seq(seq_kind, items[0], pos, cur)
+        trailers = self._trailer
+        while cur < end:
+            t = trailers(text, cur, end)
+            if t is None:
+                break
+            trailer = t.lastgroup
+            if trailer == "attr":
+                cur = t.end()
+                node = Attr(node, t.group("attr"), pos, cur)
+                continue
+            (args, _trailing, keywords), close = self._bracket(t.end(), end, depth, False, calls=trailer == "call")
+            if close is None:
+                return Opaque("unbalanced bracket", pos, end), end
+            cur = close + 1
+            if trailer == "call":
+                node = CallExpr(node, args, keywords, pos, cur)
+            else:
+                node = Index(node, args, pos, cur)
+        return node, cur
+
+    def _bracket(self, pos: int, end: int, depth: int, is_dict: bool, calls: bool = False):
+        """Items between an opening bracket (before ``pos``) and its closer."""
+        text = self.text
+        found = split_items(text, pos, end, self._finder, self._openers) if self._counting else FALLBACK
+        if found is FALLBACK:
+            m = self._items(text, pos, end)
+            if m is None:
+                return ([], False, []), None
+            close = m.end()
+            if close >= end or text[close] not in ")]}":
+                return ([], False, []), None
+            spans, trailing = m.spans("item"), m.group("trailing") is not None
+        else:
+            spans, trailing, close = found
+            if close is None:
+                return ([], False, []), None
+        items: list[Expr] = []
+        keywords: list[tuple[str, Expr]] = []
+        for start, stop in spans:
+            if is_dict:
+                e = self._grammar.expression["dict_entry"].match(text, start, stop)
+                if e is not None:
+                    key, _ = self._expr(e.start("key"), e.end("key"), depth + 1)
+                    value, _ = self._expr(e.start("value"), e.end("value"), depth + 1)
+                    items.extend((key, value))
+                    continue
+            if calls:
+                k = self._keyword(text, start, stop)
+                if k is not None:
+                    value, _ = self._expr(k.end(), stop, depth + 1)
+                    keywords.append((k.group("keyword"), value))
+                    continue
+            node, _ = self._expr(start, stop, depth + 1)
+            items.append(node)
+        return (items, trailing, keywords), close
+
+
+def _reparent(node: Expr, start: int, end: int) -> Expr:
+    """A parenthesised expression keeps its own node; only the span grows."""
+    node.start, node.end = start, end
+    return node
+
+
+def walk(node: Expr):
+    """Every node of a tree, parents first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children()))
+
+
+_start = attrgetter("start")
+
+
+def names_in(node: Expr) -> list[Name]:
+    """The names of a tree, in textual order (a walk without a generator: the hot path of
+    inference asks this of every definition it follows)."""
+    out: list[Name] = []
+    stack = [node]
+    push = stack.extend
+    while stack:
+        n = stack.pop()
+        kind = type(n)
+        if kind is Name:
+            out.append(n)
+        elif kind is CallExpr:
+            if n.keywords:
+                push([v for _, v in reversed(n.keywords)])
+            push(reversed(n.args))
+            stack.append(n.func)
+        elif kind is Attr:
+            stack.append(n.value)
+        elif kind is Index:
+            push(reversed(n.items))
+            stack.append(n.value)
+        elif kind is Seq:
+            push(reversed(n.items))
+    out.sort(key=_start)  # keywords before positional arguments (bad text) come out of order
+    return out

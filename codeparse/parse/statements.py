@@ -1,0 +1,489 @@
+"""The parser: code text to a tree of statements, by indentation.
+
+Each physical line is split by the grammar's ``[lines].physical`` pattern into its
+indentation and text; the text is matched against the grammar's statement rules, first
+rule in file order wins: one match of the grammar's master pattern (an ``re``
+alternation of the rules, see :class:`codeparse.grammar.engine.Master`) names the rule, every
+match bounded to the statement's logical line.  Lines longer than the grammar's
+``timeout_line_length`` are matched rule by rule with ``regex`` under ``match_timeout``.  A rule may consume several
+physical lines (a ``def`` with its parameters on continuation lines).  Blocks follow
+indentation, as in CPython's tokenizer: an indent opens the block of the statement
+before it, a dedent closes blocks back to a matching column.
+
+Nothing here raises on bad input: a line no rule matches becomes a
+``CP101`` diagnostic with its span, and parsing goes on with the next line.  Depth, line length and match time are bounded by the grammar's
+``[limits]``, each with its own code.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+from ..contract.codes import diagnostic
+from ..grammar.engine import Grammar, Statement, char_class
+from .source import SourceText
+
+__all__ = ["Stmt", "ParseResult", "parse_statements", "quoted", "bracket_end", "nesting"]
+
+_EXCERPT = 60  # characters of an unparsed line quoted in its message
+# Brackets nested this deep or less are paired by one `re` match (see `nesting`); the
+# pattern grows threefold per level (three pairs), 1,000 characters at 3.
+_NEST_DEPTH = 3
+
+
+class Stmt:
+    """One statement: the rule that matched it, its offsets, and its named groups.
+
+    Offsets are into the whole source text.  ``group(name)`` and ``span_of(name)`` read
+    the rule's named groups; ``match`` is a match object for them: the rule's own match, a
+    master pattern's match that holds the rule's groups under their names (its
+    ``re.groupindex`` knows no other rule's names but ``_<i>`` ones), or a view of the
+    master's match where the rule's groups were renamed.  ``rule.group_names()`` lists
+    what a rule captures."""
+
+    __slots__ = ("rule", "kind", "_m", "_g", "start", "end", "column", "body", "orelse", "else_stmt",
+                 "block_end", "after_unparsed")
+
+    def __init__(self, rule: Statement, match: Any, start: int, end: int, column: int,
+                 groups: Optional[dict] = None):
+        self.rule = rule
+        self.kind = rule.emits
+        self._m = match  # over the whole source text
+        self._g = groups  # group name -> number in `match`, or None: `match` is the rule's own
+        self.start = start  # offset of the statement's first character (after indentation)
+        self.end = end  # offset just past its last character
+        self.column = column  # indentation width
+        self.body: list[Stmt] = []
+        # For `if`: the statements of its `else:` block (or the `elif` chained to it).
+        self.orelse: Optional[list[Stmt]] = None
+        self.else_stmt: Optional[Stmt] = None
+        self.block_end = -1  # offset just past the last statement inside, or `end`
+        # An `else:` that follows an unparsed line (most likely the `if` it belongs to):
+        # not reported again as dangling.
+        self.after_unparsed = False
+
+    def __repr__(self) -> str:
+        return f"Stmt({self.rule.name!r}, {self.start}, {self.end})"
+
+    def group(self, name: str) -> Optional[str]:
+        g = self._g
+        return self._m.group(name if g is None else _number(g, name))
+
+    def span_of(self, name: str) -> tuple[int, int]:
+        g = self._g
+        return self._m.span(name if g is None else _number(g, name))
+
+    @property
+    def match(self) -> Any:
+        return self._m if self._g is None else _RuleMatch(self._m, self._g)
+
+
+def _number(groups: dict, name: str) -> int:
+    number = groups.get(name)
+    if number is None:
+        raise IndexError("no such group")
+    return number
+
+
+class _RuleMatch:
+    """One rule's named groups within a master pattern's match, read like the rule's own
+    match (``group``, ``span``, ``start``, ``end``, ``groupdict``, ``re.groupindex``)."""
+
+    __slots__ = ("_m", "_g")
+
+    def __init__(self, match: Any, groups: dict):
+        self._m = match
+        self._g = groups
+
+    def group(self, name: Any = 0) -> Optional[str]:
+        number = 0 if name == 0 else self._g.get(name)
+        if number is None:
+            raise IndexError("no such group")
+        return self._m.group(number)
+
+    def span(self, name: Any = 0) -> tuple[int, int]:
+        number = 0 if name == 0 else self._g.get(name)
+        if number is None:
+            raise IndexError("no such group")
+        return self._m.span(number)
+
+    def start(self, name: Any = 0) -> int:
+        return self.span(name)[0]
+
+    def end(self, name: Any = 0) -> int:
+        return self.span(name)[1]
+
+    def groupdict(self, default: Any = None) -> dict:
+        m = self._m
+        return {name: m.group(number) if m.start(number) >= 0 else default for name, number in self._g.items()}
+
+    @property
+    def re(self) -> "_RuleNames":
+        return _RuleNames(self._g)
+
+    @property
+    def string(self) -> str:
+        return self._m.string
+
+
+class _RuleNames:
+    """What ``match.re`` tells of a rule: its group names (``groupindex``)."""
+
+    __slots__ = ("groupindex",)
+
+    def __init__(self, groups: dict):
+        self.groupindex = groups
+
+
+class ParseResult:
+    """The top-level statements of a text, and its diagnostics (text the grammar does not
+    cover).  (A plain class: creating a dataclass costs start-up time.)"""
+
+    __slots__ = ("body", "diagnostics")
+
+    def __init__(self, body: list[Stmt], diagnostics: list[dict]):
+        self.body = body
+        self.diagnostics = diagnostics
+
+
+class _Block:
+    __slots__ = ("column", "stmts", "owner")
+
+    def __init__(self, column: int, stmts: list[Stmt], owner: Optional[Stmt]):
+        self.column = column
+        self.stmts = stmts
+        self.owner = owner
+
+
+def quoted(grammar: Grammar):
+    """``has(text, start, end)``: whether ``text[start:end]`` may hold a string literal
+    (one of the grammar's ``[lines].string_quotes`` occurs in it).  Where none does,
+    brackets pair up by counting alone; a grammar without the key is always asked."""
+    quotes = grammar.string_quotes
+    if not quotes:
+        return lambda text, start, end: True
+    if len(quotes) == 2:
+        q0, q1 = quotes
+        return lambda text, start, end: text.find(q0, start, end) != -1 or text.find(q1, start, end) != -1
+    return lambda text, start, end: any(text.find(q, start, end) != -1 for q in quotes)
+
+
+def bracket_end(text: str, open_pos: int, stop: int, closers: dict, brackets) -> Optional[int]:
+    """The offset just past the bracket that closes ``text[open_pos]`` before ``stop``,
+    or None when the brackets do not nest (for text without strings: the grammar's
+    ``balanced`` answer, found by counting).  ``closers`` maps each opener to its closer;
+    ``brackets`` finds any bracket (an ``re`` character class built from the pairs)."""
+    stack = []
+    for m in brackets(text, open_pos, stop):
+        ch = m.group()
+        closer = closers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+        elif not stack or stack.pop() != ch:
+            return None
+        if not stack:
+            return m.end()
+    return None
+
+
+def nesting(grammar: Grammar, depth: int = _NEST_DEPTH):
+    """The ``match`` of an ``re`` pattern built from the grammar's bracket pairs: brackets
+    that pair up, nested at most ``depth`` deep, and any other text (strings are not
+    considered).  One C-level match answers what counting does in a Python loop:
+
+    * ``nested.fullmatch``-like use, ``m = nested(text, start, end)`` with
+      ``m.end() == end``: every bracket of ``text[start:end]`` pairs up (so each pair's
+      counts are equal); otherwise they do not, or nest deeper;
+    * from just past an opener, ``m.end()`` is where the first bracket not paired within
+      the stretch stands: when that is the opener's closer, the group ends just past it
+      (:func:`bracket_end`'s answer); otherwise ask :func:`bracket_end`.
+
+    A grammar without pairs gets a pattern that matches any text."""
+    chars = "".join(o + c for o, c in grammar.bracket_pairs)
+    return _nesting(chars, depth)
+
+
+@functools.cache
+def _nesting(chars: str, depth: int):
+    import re
+
+    from ..grammar.compiled import compile_re
+
+    if not chars:
+        return compile_re("(?s:.)*+").match
+    pairs = [(re.escape(chars[i]), re.escape(chars[i + 1])) for i in range(0, len(chars), 2)]
+    other = "[^" + re.escape(chars) + "]"
+    inner = other + "*+"  # inside the innermost group: no bracket
+    for _ in range(depth - 1):
+        inner = "(?:" + other + "++|" + "|".join(o + inner + c for o, c in pairs) + ")*+"
+    group = "|".join(o + inner + c for o, c in pairs)
+    return compile_re("(?:" + other + "++|" + group + ")*+").match
+
+
+def bracket_finder(grammar: Grammar, method: str = "finditer"):
+    """A method (``finditer``, ``search``) of an ``re`` class of every bracket of the
+    grammar's pairs, or None when the grammar names no pairs."""
+    chars = "".join(o + c for o, c in grammar.bracket_pairs)
+    return getattr(char_class(chars), method) if chars else None
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
+    """Read ``source`` into top-level statements with nested blocks."""
+    text = source.text
+    path = source.path
+    physical_pattern = grammar.lines["physical"]
+    physical = physical_pattern.match
+    physical_groups = physical_pattern.groupindex
+    blank = grammar.lines["blank"].fullmatch
+    lines = grammar.lines
+
+    def balanced(text: str, start: int, end: int, timeout: float):
+        # Compiled when first needed (a line with a quote and unequal bracket counts):
+        # many texts never ask, and compiling it is start-up time.
+        return lines["balanced"].fullmatch(text, start, end, timeout=timeout)
+    pairs = grammar.bracket_pairs
+
+    find_bracket = bracket_finder(grammar, "search")
+    nested = nesting(grammar)
+
+    def excess(start: int, end: int) -> tuple[int, bool]:
+        """Opening minus closing brackets in ``text[start:end]``, and whether every
+        pair's counts are equal (one C-level count per bracket; one search when the
+        line has no bracket at all, as many lines have not)."""
+        if find_bracket is not None and find_bracket(text, start, end) is None:
+            return 0, True
+        count = text.count
+        total, even = 0, True
+        for o, c in pairs:
+            d = count(o, start, end) - count(c, start, end)
+            if d:
+                total, even = total + d, False
+        return total, even
+
+    may_quote = quoted(grammar)
+
+    def unbalanced(start: int, end: int) -> bool:
+        # Equal counts per pair settle it cheaply; unequal counts may still come from
+        # brackets inside strings, which the grammar's `balanced` pattern skips.
+        if excess(start, end)[1]:
+            return False
+        return not may_quote(text, start, end) or balanced(text, start, end, timeout=timeout) is None
+
+    def logical_end(start: int, end: int, column: int) -> tuple[int, bool]:
+        """The end of the statement starting at ``start`` on the line ending at ``end``,
+        and whether that line's brackets pair up by count.
+
+        A statement continues on the next physical lines while its brackets are
+        open and those lines are indented past it (a signature's parameters);
+        the extension stops at the first line that is not, so it stays linear."""
+        depth, even = excess(start, end)
+        if even:
+            return end, True
+        if depth <= 0 or (may_quote(text, start, end) and balanced(text, start, end, timeout=timeout) is not None):
+            return end, False
+        while depth > 0 and end < size:
+            nxt = physical(text, end + 1)
+            if nxt.end("indent") - (end + 1) <= column:
+                break
+            line_start, end = end + 1, nxt.end("text")
+            depth += excess(line_start, end)[0]
+        return end, False
+
+    first_word = grammar.fragments["identifier"].match
+    by_keyword = grammar.rules_by_keyword
+    generic = grammar.generic_rules
+    limits = grammar.limits
+    max_depth = int(limits["max_block_depth"])
+    max_len = int(limits["max_line_length"])
+    fast_len = int(limits.get("timeout_line_length", 10_000))
+    timeout = grammar.timeout()
+    masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
+    generic_master = grammar.master(None)
+    fast: dict = {}  # rule -> its compiled `fast` pattern
+
+    diagnostics: list[dict] = []
+    root: list[Stmt] = []
+    stack = [_Block(0, root, None)]
+    pending: Optional[Stmt] = None  # a statement whose block has not started yet
+    too_deep_column = -1  # while >= 0, lines indented past it are skipped
+    # Column of the last unparsed line while no statement followed it at that column:
+    # it probably opened a block, so its body is read (into the enclosing block)
+    # without reporting every line of it as an unexpected indent.
+    recovering = -1
+    size = len(text)
+    pos = 0
+
+    def report(code: str, start: int, end: int, **args: object) -> None:
+        diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
+
+    indent_group = physical_groups["indent"]
+    text_group = physical_groups["text"]
+    top = stack[-1]  # the innermost open block
+    while pos < size:
+        line = physical(text, pos)
+        indent_end, text_end, next_pos = line.end(indent_group), line.end(text_group), line.end()
+        if next_pos == pos:  # defensive: the pattern must always advance
+            break
+        column = indent_end - pos
+        if blank(text, indent_end, text_end):
+            pos = next_pos
+            continue
+        if too_deep_column >= 0:
+            if column > too_deep_column:
+                pos = next_pos
+                continue
+            too_deep_column = -1
+        if text_end - indent_end > max_len:
+            report("CP105", indent_end, text_end, length=text_end - indent_end, limit=max_len)
+            pos = next_pos
+            continue
+
+        # Indentation decides which block the statement belongs to.
+        if pending is not None:
+            if column > top.column:
+                if len(stack) > max_depth:
+                    report("CP104", indent_end, text_end, limit=max_depth)
+                    too_deep_column = top.column
+                    pending = None
+                    pos = next_pos
+                    continue
+                top = _Block(column, pending.body, pending)
+                stack.append(top)
+            elif not pending.rule.empty_block:
+                report("CP103", pending.start, pending.end, statement=pending.rule.name)
+            pending = None
+        elif column > top.column:
+            if recovering == top.column:
+                top = _Block(column, top.stmts, None)
+                stack.append(top)
+            else:
+                report("CP102", pos, indent_end, expected=top.column + 1)
+        elif column < top.column:
+            while column < top.column:
+                stack.pop()
+                top = stack[-1]
+            if column != top.column:
+                report("CP111", pos, indent_end, column=column + 1)
+
+        word = first_word(text, indent_end, text_end)
+        key = word.group() if word else None
+        # Every match is bounded to the statement's logical line, so a failing rule
+        # never reads (or searches for a literal) past it: cost per byte is flat.  A line
+        # whose brackets nest (most lines) ends where it is.
+        if nested(text, indent_end, text_end).end() == text_end:
+            stop, even = text_end, True
+        else:
+            stop, even = logical_end(indent_end, text_end, column)
+        m = rule = groups = None
+        if stop - indent_end <= fast_len:
+            master = masters.get(key)
+            if master is None:
+                master = grammar.master(key) if key in by_keyword else generic_master
+            found = master.find(text, indent_end, stop)
+            if found is not None:
+                index, m = found
+                rules = master.rules
+                rule = rules[index]
+                groups = master.maps[index]
+                if groups is False:
+                    # Classified by a looser pattern: the rule may still fail, and then
+                    # the rules after it are tried in order.
+                    groups = m = None
+                    for index in range(index, len(rules)):
+                        rule = rules[index]
+                        pattern = fast.get(rule)
+                        if pattern is None:
+                            pattern = fast[rule] = rule.fast
+                        m = pattern.match(text, indent_end, stop)
+                        if m is not None:
+                            break
+        else:
+            rules = by_keyword.get(key, generic) if key else generic
+            try:
+                for rule in rules:
+                    m = rule.pattern.match(text, indent_end, stop, timeout=timeout)
+                    if m is not None:
+                        break
+            except TimeoutError:
+                report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
+                pos = next_pos
+                continue
+        if m is None or (not (even and m.end() == stop) and unbalanced(indent_end, m.end())):
+            excerpt = _excerpt(text[indent_end:text_end])
+            if m is None:
+                report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=excerpt)
+            else:
+                report("CP112", indent_end, text_end, excerpt=excerpt)
+            recovering = column
+            pos = next_pos
+            continue
+        end = m.end()
+        stmt = Stmt(rule, m, indent_end, end, column, groups)
+        if column == recovering:
+            stmt.after_unparsed = rule.emits in ("else", "elif")
+            recovering = -1
+        elif column < recovering:
+            recovering = -1
+        top.stmts.append(stmt)
+        if rule.block:
+            pending = stmt
+        # Continue after the line on which the statement ended.
+        pos = physical(text, end).end() if end > text_end else next_pos
+    if pending is not None and not pending.rule.empty_block:
+        report("CP103", pending.start, pending.end, statement=pending.rule.name)
+
+    _link_else(root, report)
+    return ParseResult(root, diagnostics)
+
+
+def _link_else(stmts: list[Stmt], report) -> int:
+    """Attach each ``else:``/``elif`` to the ``if`` before it, removing it from the list,
+    and set ``block_end`` on every statement (the end of the last statement inside it,
+    its ``else`` chain included); return the end of the last one."""
+    kept: list[Stmt] = []
+    chain: Optional[Stmt] = None  # the if/elif an else or elif would attach to
+    members: list[Stmt] = []  # the if and elifs of that chain, whose blocks grow with it
+    last = -1
+    for stmt in stmts:
+        end = stmt.end
+        if stmt.body:
+            inner = _link_else(stmt.body, report)
+            if inner > end:
+                end = inner
+        stmt.block_end = end
+        if end > last:
+            last = end
+        kind = stmt.kind
+        if kind == "else" or kind == "elif":
+            if chain is None or chain.orelse is not None:
+                if not stmt.after_unparsed:
+                    report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
+                kept.append(stmt)
+                chain = None
+                continue
+            if kind == "else":
+                chain.orelse = stmt.body
+                chain.else_stmt = stmt
+                chain = None
+            else:
+                chain.orelse = [stmt]
+                chain.else_stmt = stmt
+                chain = stmt
+            for member in members:
+                if end > member.block_end:
+                    member.block_end = end
+            members.append(stmt)
+            continue
+        kept.append(stmt)
+        if kind == "if":
+            chain = stmt
+            members = [stmt]
+        else:
+            chain = None
+    stmts[:] = kept
+    return last

@@ -1,0 +1,162 @@
+"""Path conditions of export findings: the guards of the branches that enclose them.
+
+A finding sits in a function, under the ``if`` statements that enclose it there, and
+the function is reached from ``forward`` through call sites that sit under ``if``
+statements of their own.  Those are its *guards*, outermost first, each with its
+condition (as a finding's message shows it), the condition's kind, the branch taken
+(``then``/``else``) and where it is.
+
+A blocker is *conditional* when one of its guards depends on an argument (an optional
+input included: ``if batch_sizes is not None``) or on an attribute whose saved value
+does not decide it: export meets it only for the calls that take that branch, so the
+example decides.  A blocker reached on every call (no such guard on the best path from
+``forward``) blocks every export.
+
+All of it is computed on plain data: the code files' functions
+(``Function.model_dump(mode="json")``), the program's call sites
+(:attr:`codeparse.text.program.Analysis.sites`) and each code file's text, read only for the
+files where a finding has a guard (to tell a then-branch from an else-branch).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Iterable, Optional
+
+__all__ = ["CONDITIONAL_KINDS", "PathGuards", "conditional", "functions_of", "guard_text", "public"]
+
+# Guards whose side the caller (or the module's saved state) chooses, not the data.
+CONDITIONAL_KINDS = frozenset({"argument", "attribute"})
+_MAX_GUARDS = 8
+
+
+def conditional(guards: Iterable[dict]) -> bool:
+    """One of ``guards`` is chosen per call, not by the data: a blocker beneath runs on some calls only."""
+    return any(g["kind"] in CONDITIONAL_KINDS and g.get("decided") is None for g in guards)
+
+
+def guard_text(g: dict) -> str:
+    """``when `cond``` or ``when not `cond``` (plain text)."""
+    return f"when `{g['condition']}`" if g["branch"] == "then" else f"when not `{g['condition']}`"
+
+
+class PathGuards:
+    """The guards of each position of the reachable functions of one program.
+
+    ``functions``: qualified name -> ``(code file path, function as plain data)``;
+    ``sites``: caller -> ``[(callee, call offset), ...]``; ``entries``: where calls
+    start (``forward``), or empty when none is known (then every function counts as an
+    entry); ``text(path)``: a code file's text; ``locate(path, offset, line)``: the
+    original ``(file, line)`` of a code position; ``excerpt(condition)``: the condition
+    as messages show it; ``decide(path, function, if_)``: the branch the saved module
+    state takes at an ``if`` (``"then"``/``"else"``, with why), or None.
+    """
+
+    def __init__(self, functions: dict[str, tuple[str, dict]], sites: dict[str, list[tuple[str, int]]],
+                 entries: list[str], text: Callable[[str], Optional[str]],
+                 locate: Callable[[str, int, int], Optional[tuple[str, int]]],
+                 excerpt: Callable[[dict], str],
+                 decide: Optional[Callable[[str, dict, dict], Optional[tuple[str, str]]]] = None):
+        self.functions = functions
+        self.sites = sites
+        self.entries = [e for e in entries if e in functions] or list(functions)
+        self._text = text
+        self._texts: dict[str, Optional[str]] = {}
+        self._locate = locate
+        self._excerpt = excerpt
+        self._decide = decide
+        self._chains: Optional[dict[str, list[dict]]] = None
+
+    # -- one function --------------------------------------------------------
+    def local(self, qualified: str, offset: int) -> list[dict]:
+        """The guards of the ``if`` statements enclosing ``offset`` in one function, outermost first."""
+        found = self.functions.get(qualified)
+        if found is None:
+            return []
+        path, fn = found
+        out = []
+        for if_ in fn["ifs"]:
+            block, head = if_["block_span"], if_["span"]
+            if not (block["start"] <= offset < block["end"]) or head["start"] <= offset < head["end"]:
+                continue
+            out.append(self._guard(path, fn, if_, self._branch(path, if_, offset)))
+        return out
+
+    def _branch(self, path: str, if_: dict, offset: int) -> str:
+        if path not in self._texts:
+            self._texts[path] = self._text(path)
+        text = self._texts[path]
+        if text is None or not if_["has_else"]:
+            return "then"
+        head = if_["span"]
+        # The printer puts `else:` on its own line at the `if`'s indentation.
+        at = text.find("\n" + " " * (head["column"] - 1) + "else:", head["end"], if_["block_span"]["end"])
+        return "else" if 0 <= at < offset else "then"
+
+    def _guard(self, path: str, fn: dict, if_: dict, branch: str) -> dict:
+        cond = if_["condition"]
+        head = if_["span"]
+        where = self._locate(path, head["start"], head["line"]) or (path, head["line"])
+        guard = {"condition": self._excerpt(cond), "kind": cond["kind"], "branch": branch,
+                 "path": where[0], "line": where[1], "decided": None}
+        if self._decide is not None and cond["kind"] == "attribute":
+            taken = self._decide(path, fn, if_)
+            if taken is not None:
+                side, why = taken
+                # The saved state takes `side`: this branch runs always, or never.
+                guard["decided"] = why if side == branch else None
+                if side != branch:
+                    guard["dead"] = why
+        return guard
+
+    # -- through calls ---------------------------------------------------------
+    def chains(self) -> dict[str, list[dict]]:
+        """Per reachable function, the guards of the call sites on the best path from an
+        entry: one with no conditional guard when there is one, else the first found."""
+        if self._chains is not None:
+            return self._chains
+        best: dict[str, list[dict]] = {e: [] for e in self.entries}
+        queue = deque(self.entries)
+        while queue:
+            caller = queue.popleft()
+            here = best[caller]
+            for callee, offset in self.sites.get(caller, ()):
+                if callee not in self.functions:
+                    continue
+                chain = (here + self.local(caller, offset))[-_MAX_GUARDS:]
+                if any(g.get("dead") for g in chain):
+                    continue  # a call the saved state never makes
+                old = best.get(callee)
+                if old is None or (conditional(old) and not conditional(chain)):
+                    best[callee] = chain
+                    queue.append(callee)
+        self._chains = best
+        return best
+
+    def of(self, qualified: str, offset: int) -> Optional[list[dict]]:
+        """The guards of a position, through calls; None when the saved state never runs it."""
+        chain = self.chains().get(qualified)
+        if chain is None:
+            chain = []
+        guards = chain + self.local(qualified, offset)
+        if any(g.get("dead") for g in guards):
+            return None
+        return guards
+
+
+def public(guards: list[dict]) -> list[dict]:
+    """Guards as a finding carries them (the keys of ``Guard``)."""
+    return [{"condition": g["condition"], "kind": g["kind"], "branch": g["branch"], "path": g["path"],
+             "line": g["line"], "decided": g["decided"]} for g in guards]
+
+
+def functions_of(files: list[dict], live: Optional[set[str]]) -> dict[str, tuple[str, dict]]:
+    """Qualified name -> (code file path, function) for the functions in ``live`` (all with None)."""
+    out: dict[str, tuple[str, dict]] = {}
+    for cf in files:
+        for fns in [c["methods"] for c in cf["classes"]] + [cf["functions"]]:
+            for fn in fns:
+                if live is None or fn["qualified_name"] in live:
+                    out.setdefault(fn["qualified_name"], (cf["path"], fn))
+    return out
+

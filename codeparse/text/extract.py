@@ -1,0 +1,764 @@
+"""Extraction: from the statement tree to the public models.
+
+Builds, for each class and function, the plain data of :mod:`codeparse.contract.check`
+(validated once per file by the caller): signatures, class declarations, ifs with
+their conditions (via :mod:`codeparse.infer.conditions`), loops, self references and calls.
+
+Calls and attribute reads are found by one left-to-right scan of each function body
+with the grammar's ``[scan].references`` pattern (strings are matched first and so
+skipped); a call's extent comes from the grammar's ``balanced`` pattern at its
+opening parenthesis.  No expression tree is built for that.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from bisect import bisect_left
+from typing import Any, Optional
+
+from ..contract.views import record
+from ..grammar.engine import Grammar
+from ..infer.conditions import Callee, Inference, dotted, unquote
+from ..infer.datadep import FunctionDataDependence
+from ..infer.facts import Definition, FunctionFacts, Scope
+from ..infer.semantics import Semantics
+from ..parse.expressions import FALLBACK, ExpressionReader, split_list, structure_finder
+from ..parse.source import SourceText, span_data
+from ..parse.statements import Stmt, bracket_end, bracket_finder, nesting
+
+__all__ = ["Extractor"]
+
+_BLOCKS = ("if", "elif", "for", "while", "with", "def", "else", "class")
+
+# The plain dicts of the models built most often, each kind sharing one key table
+# (:func:`codeparse.contract.views.record`); keys in the models' field order.
+_call = record("Call", ("kind", "receiver", "method", "target", "callee", "span"))
+_self_ref = record("SelfRef", ("path", "role", "declared_type", "span"))
+_param = record("Param", ("name", "annotation", "default", "span"))
+_if = record("IfStatement", ("span", "block_span", "depth", "condition", "then_calls", "else_calls", "has_else"))
+_attribute = record("ClassAttribute", ("name", "type", "final", "value", "span"))
+_signature = record("Signature", ("params", "returns"))
+_condition = record("Condition", ("text", "resolved", "kind", "sources", "none_check", "data_dependent_shape",
+                                  "related"))
+_source = record("ConditionSource", ("ref", "kind", "type"))
+_function = record("Function", ("name", "qualified_name", "signature", "ifs", "loops", "self_refs", "calls",
+                                "scalar_conversions", "span"))
+
+
+# (grammar id, a parameter as printed) -> (name, annotation, default), or None when the
+# grammar's `param` does not read it.  Signatures repeat (`self`, `x: Tensor`,
+# `input: Tensor`) across the methods and files of a run, and `param` is a `regex`
+# match (recursive types) that costs tens of microseconds; bounded, cleared when full.
+_PARAMS: dict[tuple[str, str], Optional[tuple[str, Optional[str], Optional[str]]]] = {}
+_PARAMS_MAX = 8192
+
+
+def _deeper_than(text: str, start: int, end: int, limit: int) -> Optional[int]:
+    """The offset where brackets in ``text[start:end]`` nest deeper than ``limit``, or None
+    (one pass; quoted text is skipped)."""
+    depth = 0
+    quote = ""
+    i = start
+    while i < end:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif ch in ")]}":
+            depth -= 1
+        i += 1
+    return None
+
+
+@functools.cache
+def _crowded_line(limit: int):
+    """``search``: the start of the next line holding more than ``limit`` of the openers
+    :meth:`Extractor._bounded_references` counts (``(`` and ``[``)."""
+    return re.compile(r"(?m)^(?=(?:[^\n(\[]*+[(\[]){%d})" % (limit + 1)).search
+
+
+class Extractor:
+    """Turns the statements of one file into class and function data."""
+
+    def __init__(self, source: SourceText, grammar: Grammar, sem: Semantics, module: Optional[str],
+                 owner: Optional[str] = None, types=None, functions=None):
+        self.source = source
+        # Optional: qualified name -> Callee of the functions of other files of an archive
+        # (codeparse.text.program), consulted after this file's own functions (rule 3).
+        self.functions = functions
+        self.callees: dict[str, Callee] = {}
+        self._active: set = getattr(functions, "active", None) or set()
+        # Optional: qualified class name -> (class kind, declared attributes) of the
+        # other classes of an archive (codeparse.text.program); None outside archives.
+        self.types = types
+        self.owner = owner  # the class that bare method text belongs to, if known
+        self.text = source.text
+        self.grammar = grammar
+        self.sem = sem
+        self.module = module  # `__torch__.a.b` for an archive file, else None
+        self.reader = ExpressionReader(source.text, grammar)
+        # One object per distinct string of this file's data (callees, targets, names, types):
+        # a file repeats them hundreds of times.
+        pool: dict[str, str] = {}
+        self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
+        self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
+        self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
+        self._typed_rules: dict = {}  # assignment rule -> does it capture a declared type
+        self._references = grammar.scan["references"].finditer
+        # `receiver` and `balanced` are compiled when a text first needs them (`regex`
+        # compiles slowly, and many texts never ask): see _scan and _call_spans.
+        self._quotes = grammar.string_quotes
+        self._brackets = bracket_finder(grammar)
+        self._nested = nesting(grammar)
+        self._closers = dict(grammar.bracket_pairs)
+        frag = grammar.fragments
+        self._param = frag["param"].fullmatch
+        self._items = frag["expr_items"].fullmatch
+        self._structure = structure_finder(grammar)  # brackets and separators: list_items
+        self._identifier = frag["identifier"].fullmatch
+        # `string_item` (`__parameters__` lists) is looked up when used: method text
+        # has none, and compiling costs start-up.
+
+    # -- files and classes -------------------------------------------------------
+    def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
+        return self.finish(self.start(body))
+
+    def start(self, body: list[Stmt]) -> tuple[list[dict], list]:
+        """Every function prepared (definitions, returns) before any condition is read,
+        so that calls to functions later in the text, or in other files, are followed too."""
+        classes, functions = [], []
+        for stmt in body:
+            if stmt.kind == "class":
+                classes.append(self.class_def(stmt))
+            elif stmt.kind == "def":
+                functions.append(self._prepare(stmt, self.owner, None))
+        return classes, functions
+
+    def finish(self, started: tuple[list[dict], list]) -> tuple[list[dict], list[dict]]:
+        classes, functions = started
+        for cls in classes:
+            cls["methods"] = [self._finish(m) for m in cls["methods"]]
+        return classes, [self._finish(f) for f in functions]
+
+    def declarations(self, body: list[Stmt]) -> dict:
+        """The classes (declarations only) and the function names of a file: the archive pre-pass."""
+        classes, functions = [], []
+        for stmt in body:
+            if stmt.kind == "class":
+                head = self._class_head(stmt)
+                classes.append({
+                    "qualified_name": head["qualified_name"], "kind": head["kind"],
+                    "parameters": head["parameters"], "buffers": head["buffers"],
+                    "attributes": [{"name": a["name"], "type": a["type"], "final": a["final"]}
+                                   for a in head["attributes"]],
+                })
+                functions.extend(f"{head['qualified_name']}.{d.group('name')}" for d in head["defs"])
+            elif stmt.kind == "def":
+                functions.append(self._qualified(stmt, self.owner))
+        return {"classes": classes, "functions": functions}
+
+    def operator(self, callee: str) -> Optional[str]:
+        """``Semantics.operator``, remembered per callee for this file (a file calls the
+        same operators over and over)."""
+        ops = self._operators
+        found = ops.get(callee, False)
+        if found is False:
+            found = ops[callee] = self.sem.operator(callee)
+        return found
+
+    def lookup(self, qualified: str) -> Optional[Callee]:
+        """A callee whose body is available: in this text first, then in the archive."""
+        found = self.callees.get(qualified)
+        if found is None and self.functions is not None:
+            found = self.functions(qualified)
+        return found
+
+    def class_def(self, stmt: Stmt) -> dict:
+        head = self._class_head(stmt)
+        qualified, parameters, buffers, attributes = (
+            head["qualified_name"], head["parameters"], head["buffers"], head["attributes"])
+        declared = self._declared(parameters, buffers, attributes)
+        methods = [self._prepare(d, qualified, declared) for d in head["defs"]]
+        return {
+            "name": head["name"],
+            "qualified_name": qualified,
+            "kind": head["kind"],
+            "bases": head["bases"],
+            "parameters": parameters,
+            "buffers": buffers,
+            "attributes": attributes,
+            "methods": methods,
+            "span": self.source.span(stmt.start, stmt.block_end),
+        }
+
+    def _class_head(self, stmt: Stmt) -> dict:
+        """Name, kind, bases and declarations of a class statement, and its ``def`` children."""
+        name = stmt.group("name")
+        qualified = f"{self.module}.{name}" if self.module else name
+        bases = self._split(stmt.span_of("bases")) if stmt.group("bases") else []
+        kind = "class"
+        for base in bases:
+            if base in self.sem.class_kinds:
+                kind = self.sem.class_kinds[base]
+                break
+        parameters: list[str] = []
+        buffers: list[str] = []
+        attributes: list[dict] = []
+        defs: list[Stmt] = []
+        for child in stmt.body:
+            k = child.kind
+            if k == "parameters_decl":
+                parameters = self._strings(child.span_of("names"))
+            elif k == "buffers_decl":
+                buffers = self._strings(child.span_of("names"))
+            elif k in ("attribute_decl", "final_decl", "annotation_decl"):
+                raw_name = child.group("name")
+                typ = child.group("type")
+                attributes.append(_attribute(
+                    unquote(raw_name) if k == "annotation_decl" else raw_name,
+                    typ if typ is None else self.intern(typ),
+                    k == "final_decl",
+                    child.group("value") if k == "final_decl" else None,
+                    self.source.span(child.start, child.end),
+                ))
+            elif k == "assign":  # enum members, `RED = 1`
+                attributes.append(_attribute(
+                    child.group("targets"),
+                    child.group("type") if child.rule.captures("type") else None,
+                    False,
+                    child.group("value"),
+                    self.source.span(child.start, child.end),
+                ))
+            elif k == "def":
+                defs.append(child)
+        return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
+                "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
+
+    def _declared(self, parameters, buffers, attributes) -> dict[str, tuple[str, Optional[str]]]:
+        """Role and type of every attribute the class declares."""
+        params, bufs = set(parameters), set(buffers)
+        out: dict[str, tuple[str, Optional[str]]] = {}
+        for attr in attributes:
+            name, typ = attr["name"], attr["type"]
+            if name in params:
+                role = "parameter"
+            elif name in bufs:
+                role = "buffer"
+            elif attr["final"]:
+                role = "constant"
+            elif typ and typ.startswith(self.sem.custom_classes):
+                role = "attribute"  # a C++ custom class object (`torch.classes.ns.Cls`), not a module
+            elif typ and typ.startswith(self.sem.root + "."):
+                role = "submodule"
+            else:
+                role = "attribute"
+            out[name] = (role, typ)
+        for name in params | bufs:
+            out.setdefault(name, ("parameter" if name in params else "buffer", None))
+        if self.types is not None:  # an attribute typed with a non-module class is no submodule
+            for name, (role, typ) in out.items():
+                found = self.types(typ) if role == "submodule" and typ else None
+                if found is not None and found[0] != "module":
+                    out[name] = ("attribute", typ)
+        return out
+
+    def _attribute_types(self, qualified: str):
+        found = self.types(qualified)
+        return found[1] if found is not None else None
+
+    def _strings(self, span: tuple[int, int]) -> list[str]:
+        return [unquote(m.group("item")) for m in self.grammar.fragments["string_item"].finditer(self.text, *span)]
+
+    def list_items(self, start: int, end: int) -> Optional[list[tuple[int, int]]]:
+        """The item spans of a comma-separated list (``a, b``), as a full match of the
+        grammar's ``expr_items`` gives them, or None where it does not match.  Text without
+        quotes or line breaks is split by counting brackets (:func:`split_list`)."""
+        text = self.text
+        structure = self._structure
+        if structure is not None and text.find("\n", start, end) == -1:
+            finder, openers, quotes = structure
+            for quote in quotes:
+                if text.find(quote, start, end) != -1:
+                    break
+            else:
+                found = split_list(text, start, end, finder, openers)
+                if found is not FALLBACK:
+                    return found
+        m = self._items(text, start, end)
+        return m.spans("item") if m is not None else None
+
+    def _split(self, span: tuple[int, int]) -> list[str]:
+        m = self._items(self.text, *span)
+        if m is None:
+            return [self.text[span[0]:span[1]]]
+        return m.captures("item")
+
+    # -- functions -----------------------------------------------------------------
+    def function(self, stmt: Stmt, owner: Optional[str], declared) -> dict:
+        return self._finish(self._prepare(stmt, owner, declared))
+
+    def _qualified(self, stmt: Stmt, owner: Optional[str]) -> str:
+        """The qualified name :meth:`_prepare` gives a ``def`` (without walking its body)."""
+        name = stmt.group("name")
+        if owner:
+            return f"{owner}.{name}"
+        if self.module:
+            return f"{self.module}.{name}"
+        spans = stmt.match.spans("param")
+        if spans:
+            p = self._param(self.text, *spans[0])
+            if p and p.group("name") == self.sem.self_name and p.group("annotation"):
+                return f"{p.group('annotation')}.{name}"
+        return name
+
+    def _prepare(self, stmt: Stmt, owner: Optional[str], declared):
+        text = self.text
+        src = self.source
+        intern = self.intern
+        name = stmt.group("name")
+        params = []
+        annotations: dict[str, Optional[str]] = {}
+        gid = self.grammar.id
+        for start, end in stmt.match.spans("param"):
+            key = (gid, text[start:end])
+            read = _PARAMS.get(key, False)
+            if read is False:
+                p = self._param(text, start, end)
+                read = (p.group("name"), p.group("annotation"), p.group("default")) if p else None
+                if len(_PARAMS) >= _PARAMS_MAX:
+                    _PARAMS.clear()
+                _PARAMS[key] = read
+            if read is None:
+                pname, ann, default = key[1], None, None
+            else:
+                pname, ann, default = read
+            params.append(_param(intern(pname), ann if ann is None else intern(ann), default, src.span(start, end)))
+            annotations[pname] = ann
+        self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
+        if owner:
+            qualified = f"{owner}.{name}"
+        elif self.module:
+            qualified = f"{self.module}.{name}"
+        elif self_type:
+            qualified = f"{self_type}.{name}"
+        else:
+            qualified = name
+
+        class_owner = owner or self_type or (qualified.rpartition(".")[0] if "." in qualified else None)
+        facts = FunctionFacts(params=annotations, declared=declared, self_name=self.sem.self_name,
+                              types=self._attribute_types if self.types is not None else None,
+                              owner=class_owner if params and params[0]["name"] == self.sem.self_name else None,
+                              functions=self.lookup, active=self._active)
+        for pname, ann in annotations.items():
+            facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
+        walk = _Walk(self, facts)
+        walk.block(stmt.body, 0, ())
+        inference = Inference(text, self.reader, facts, self.sem)
+        callee = Callee(qualified, inference, [(p["name"], p["default"] is not None) for p in params],
+                        stmt.group("returns"), self._active)
+        self.callees.setdefault(qualified, callee)
+        if self.functions is not None and hasattr(self.functions, "register"):
+            self.functions.register(qualified, callee)
+        return stmt, name, qualified, params, facts, walk, inference, declared
+
+    def _finish(self, state) -> dict:
+        stmt, name, qualified, params, facts, walk, inference, declared = state
+        src = self.source
+
+        body_start = stmt.body[0].start if stmt.body else stmt.end
+        calls, self_refs, receivers = self._scan(body_start, stmt.block_end, inference, walk.target_spans)
+        starts = [c["span"]["start"] for c in calls]
+
+        def calls_in(block: Optional[list[Stmt]]) -> list[dict]:
+            if not block:
+                return []
+            lo = bisect_left(starts, block[0].start)
+            hi = bisect_left(starts, max(s.block_end for s in block))
+            return calls[lo:hi]
+
+        dd = FunctionDataDependence(inference)
+        ifs = []
+        for if_stmt, depth, scopes in walk.ifs:
+            ifs.append(_if(
+                src.span(if_stmt.start, if_stmt.end),
+                src.span(if_stmt.start, if_stmt.block_end),
+                depth,
+                self._condition(inference, dd, if_stmt.span_of("test"), scopes),
+                calls_in(if_stmt.body),
+                calls_in(if_stmt.orelse),
+                if_stmt.else_stmt is not None,
+            ))
+        for loop, (test, scopes) in zip(walk.loops, walk.loop_tests):
+            loop["condition"] = self._condition(inference, dd, test, scopes)
+        conversions = [src.span(*s) for s in dd.conversions(calls)]
+        self._fill_roles(self_refs, receivers, declared, ifs)
+        return _function(name, qualified, _signature(params, stmt.group("returns")), ifs, walk.loops, self_refs,
+                         calls, conversions, src.span(stmt.start, stmt.block_end))
+
+    def _condition(self, inference: Inference, dd: FunctionDataDependence, test: tuple[int, int], scopes) -> dict:
+        """``inference.condition`` plus the data-dependence fields of :mod:`codeparse.infer.datadep`."""
+        cond = inference.condition(test, scopes)
+        related = None
+        kind = cond["kind"]
+        if kind == "tensor_shape":
+            related = dd.shape(inference.tree(test))
+        elif kind == "tensor_value":
+            related = dd.value_conversions(inference.tree(test))
+        intern = self.intern
+        return _condition(
+            cond["text"], cond["resolved"], kind,
+            [_source(intern(s["ref"]), s["kind"], intern(s["type"])) for s in cond["sources"]],
+            cond["none_check"], kind == "tensor_shape" and related is not None,
+            [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]])
+
+    def _bounded_references(self, start: int, end: int):
+        """The reference scan over ``text[start:end]``, lines nested deeper than the
+        expression limit left out (and reported once, CP106): on them the scan's
+        look-aheads would match from every bracket to the end of the nesting (quadratic,
+        9 s for a 4 KB line of 2,000 parentheses); finding them is one linear pass."""
+        text = self.text
+        if text.count("(", start, end) + text.count("[", start, end) <= self.reader.max_depth:
+            return self._references(text, start, end)  # no line can nest deeper
+        return self._bounded_references_lines(start, end)
+
+    def _bounded_references_lines(self, start: int, end: int):
+        """:meth:`_bounded_references` line by line: one ``re`` search finds the next line
+        with more openers than the limit (only such a line can nest deeper)."""
+        text = self.text
+        limit = self.reader.max_depth
+        crowded = _crowded_line(limit)
+        pos = start
+        while pos < end:
+            if pos == start:  # the first line, from the body's first statement on
+                line_start = pos
+                line_end = text.find("\n", pos, end)
+                line_end = end if line_end == -1 else line_end
+                if text.count("(", pos, line_end) + text.count("[", pos, line_end) <= limit:
+                    pos = line_end + 1
+                    continue
+            else:
+                m = crowded(text, pos, end)
+                if m is None:
+                    break
+                line_start = m.start()
+                line_end = text.find("\n", line_start, end)
+                line_end = end if line_end == -1 else line_end
+            deep = _deeper_than(text, line_start, line_end, limit)
+            if deep is not None:
+                if line_start > start:
+                    yield from self._references(text, start, line_start)
+                if self.reader.too_deep is None:
+                    self.reader.too_deep = deep
+                start = line_end
+            pos = line_end + 1
+        if start < end:
+            yield from self._references(text, start, end)
+
+    def _scan(self, start: int, end: int, inference: Inference, targets: list[tuple[int, int]]):
+        """Calls and self references in ``text[start:end]``, in textual order.
+
+        One ``re`` pass of ``[scan].references``, dispatched on the group that closed last;
+        ``[scan].receiver`` is matched only at a parenthesis that may start a receiver.
+        A call's span comes from :meth:`_call_spans`."""
+        text = self.text
+        sem = self.sem
+        calls: list[dict] = []
+        refs: list[dict] = []
+        receivers: set[str] = set()
+        intern = self.intern
+        receiver_at = None
+        dot_after = -1
+        intrinsics = sem.intrinsics
+        self_name = sem.self_name
+        operator = self.operator
+        call_span = self._call_spans(end)
+        ref = self._ref
+        target_starts = sorted(targets)
+        # Callee text -> (kind, target) within this function: the answer depends on the
+        # text alone (`Inference.callee_target` reads its dotted name).
+        callee_targets: dict[str, tuple[str, Optional[str]]] = {}
+        receiver_paths: dict[str, Optional[str]] = {}
+
+        for m in self._bounded_references(start, end):
+            group = m.lastgroup
+            if group == "call_open":
+                callee = m.group("callee")
+                if callee in intrinsics:
+                    continue
+                op = operator(callee)
+                if op is not None:
+                    kind, target = "operator", op
+                else:
+                    found = callee_targets.get(callee)
+                    if found is None:
+                        found = callee_targets[callee] = inference.callee_target(inference.tree(m.span("callee")))
+                    kind, target = found
+                    if kind == "intrinsic":
+                        continue
+                at = m.start()
+                calls.append(_call(kind, None, None, target if target is None else intern(target), intern(callee),
+                                   call_span(at, m.end() - 1)))
+            elif group == "attr_chain":
+                at = m.start()
+                if target_starts:
+                    i = bisect_left(target_starts, (at + 1,)) - 1
+                    if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
+                        continue
+                base = inference.name_path(m.group("attr_base"))
+                if not base:
+                    continue
+                pos = m.end("attr_base")
+                for attr in m.group("attr_chain")[1:].split("."):
+                    base = f"{base}.{attr}"
+                    pos += 1 + len(attr)
+                    refs.append(ref(base, at, pos, inference))
+            elif group == "paren":
+                at = m.start()
+                if dot_after < at:  # a receiver is followed by `).`: the next one, if any
+                    dot_after = text.find(").", at, end)
+                    if dot_after < 0:
+                        dot_after = end
+                if dot_after == end:
+                    continue
+                if receiver_at is None:
+                    receiver_at = self.grammar.scan["receiver"].match
+                r = receiver_at(text, at, end)
+                if r is None:
+                    continue
+                rs, re_ = r.span("receiver")
+                key = text[rs:re_]
+                path = receiver_paths.get(key, False)
+                if path is False:  # the same text reads the same path within a function
+                    path = receiver_paths[key] = inference.expr_path(inference.tree((rs, re_)))
+                if path == self_name:
+                    kind = "self_method"
+                elif path is not None:
+                    role = inference.declared(path)[0]
+                    kind = "method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule"
+                    receivers.add(path)
+                else:
+                    kind = "method"
+                at = m.start()
+                calls.append(_call(kind, path if path is None else intern(path), intern(r.group("method")), None,
+                                   intern(text[at:r.end("method")]), call_span(at, r.start("method_open"))))
+            elif group == "getattr":
+                # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
+                obj_start = m.start("getattr_obj")
+                head, *chain = m.group("getattr_obj").split(".")
+                base = inference.name_path(head)
+                if base:
+                    pos = obj_start + len(head)
+                    for attr in chain:
+                        base = f"{base}.{attr}"
+                        pos += 1 + len(attr)
+                        refs.append(ref(base, obj_start, pos, inference))
+                    path = f"{base}.{unquote(m.group('getattr_name'))}"
+                    refs.append(ref(path, m.start(), m.end(), inference))
+            # else a string: skipped
+        return calls, refs, receivers
+
+    def _call_spans(self, end: int):
+        """``call_span(start, open_pos)``: the span from ``start`` to the end of the call
+        whose parenthesis opens at ``open_pos``, both on one line.  The call ends on its
+        line and before ``end`` (a call in a body never spans lines, only a signature
+        does, and an unclosed one must not scan the rest of the body); one past its
+        parenthesis when its brackets do not nest.
+
+        Where the rest of the line holds no quote character, brackets pair up by counting
+        (:func:`codeparse.parse.statements.bracket_end`), most often answered by one ``re`` match
+        of :func:`codeparse.parse.statements.nesting` from just past the parenthesis; else the
+        grammar's ``balanced`` pattern reads
+        the call (strings may hold brackets).  Line, column and where the line's last
+        quote is are found once per line."""
+        text = self.text
+        scan = self.grammar.scan
+        brackets, closers, nested, quotes = self._brackets, self._closers, self._nested, self._quotes
+        find, rfind = text.find, text.rfind
+        line_of = self.source.position
+        lines: dict[int, tuple[int, int, int]] = {}  # line end -> (line number, line start, counted from)
+
+        def call_span(start: int, open_pos: int) -> dict:
+            stop = find("\n", open_pos, end)
+            if stop < 0:
+                stop = end
+            line = lines.get(stop)
+            if line is None:
+                number, column = line_of(start)
+                line_start = start - column + 1
+                # Past the line's last quote character, brackets are counted (a grammar
+                # without `string_quotes` may hold a string anywhere: never counted).
+                counted = stop + 1
+                if brackets is not None and quotes:
+                    counted = line_start
+                    for q in quotes:
+                        at = rfind(q, line_start, stop) + 1
+                        if at > counted:
+                            counted = at
+                line = lines[stop] = (number, line_start, counted)
+            number, line_start, counted = line
+            if open_pos >= counted:
+                # The brackets after the parenthesis pair up to its closer, most often.
+                close = nested(text, open_pos + 1, stop).end()
+                if close < stop and text[close] == closers.get(text[open_pos]):
+                    close += 1
+                else:
+                    close = bracket_end(text, open_pos, stop, closers, brackets)
+                    if close is None:
+                        close = open_pos + 1
+            else:
+                b = scan["balanced"].match(text, open_pos, stop)
+                close = b.end() if b else open_pos + 1
+            return span_data(start, close, number, start - line_start + 1, number, close - line_start + 1)
+
+        return call_span
+
+    def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:
+        role, typ = inference.declared(path)
+        intern = self.intern
+        return _self_ref(intern(path), role or "unknown", typ if typ is None else intern(typ),
+                         self.source.span(start, end))
+
+    def _fill_roles(self, refs: list[dict], receivers: set[str], declared, ifs: list[dict]) -> None:
+        """Roles the class does not declare, inferred from use.
+
+        A path called like a module, or one whose own attributes are submodules, is a
+        submodule; without declarations, a path a condition reads is an attribute.
+        """
+        paths = {ref["path"] for ref in refs}
+        parents = {p.rsplit(".", 1)[0] for p in paths | receivers if p.count(".") > 1}
+        read_by_conditions = {
+            s["ref"] for if_ in ifs for s in if_["condition"]["sources"]
+            if s["ref"].startswith(self.sem.self_name + ".")
+        }
+        for ref in refs:
+            if ref["role"] != "unknown":
+                continue
+            path = ref["path"]
+            if path in receivers or path in parents:
+                ref["role"] = "submodule"
+            elif declared is None and path in read_by_conditions:
+                ref["role"] = "attribute"
+
+
+class _Walk:
+    """One pass over a function body: definitions, ifs, loops, assignment targets."""
+
+    def __init__(self, ex: Extractor, facts: FunctionFacts):
+        self.ex = ex
+        self.facts = facts
+        self.text = ex.text
+        self._identifier = ex._identifier
+        self.ifs: list[tuple[Stmt, int, tuple[Scope, ...]]] = []
+        self.loops: list[dict] = []
+        self.loop_tests: list[tuple[tuple[int, int], tuple[Scope, ...]]] = []  # test span, enclosing scopes
+        self.target_spans: list[tuple[int, int]] = []
+
+    def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
+        text = self.text
+        self.target_spans.append(span)
+        if self._identifier(text, *span):  # one name, as most targets are
+            name = text[span[0]:span[1]]
+            found = self.facts.defs.get(name)
+            d = Definition(name, kind, value, None, scopes, annotation, start)
+            if found is None:
+                self.facts.defs[name] = [d]
+            else:
+                found.append(d)
+            return
+        ex = self.ex
+        items = ex.list_items(*span)
+        if items is None:
+            items = [span]
+        many = len(items) > 1
+        values: list = []
+        if many and value is not None and kind == "assign":
+            # `a, b = x, y` binds each name to its own element.
+            values = ex.list_items(*value) or []
+            if len(values) != len(items):
+                values = []
+        for index, (s, e) in enumerate(items):
+            if self._identifier(text, s, e):
+                name = text[s:e]
+                if values:
+                    bound, element = values[index], None
+                else:
+                    bound, element = value, (index if many else None)
+                self.facts.defs.setdefault(name, []).append(
+                    Definition(name, kind, bound, element, scopes, annotation, start)
+                )
+
+    def mutation(self, span: tuple[int, int], scopes, start: int) -> None:
+        """``torch.append(l, v)``: a definition of ``l`` (rule 2)."""
+        text = self.text
+        paren = text.find("(", span[0], span[1])
+        if paren == -1:
+            return
+        ex = self.ex
+        callee = text[span[0]:paren]
+        mutates = ex._mutators.get(callee)
+        if mutates is None:
+            op = ex.operator(callee)
+            mutates = ex._mutators[callee] = op is not None and op.rpartition(":")[2] in ex.sem.mutators
+        if not mutates:
+            return
+        from ..parse.expressions import CallExpr, Name
+
+        node = ex.reader.read(*span)
+        if isinstance(node, CallExpr) and node.args and isinstance(node.args[0], Name):
+            name = node.args[0].id
+            if name in self.facts.defs:
+                self.facts.defs[name].append(Definition(name, "mutate", span, None, scopes, None, start))
+
+    def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
+        typed = self.ex._typed_rules
+        for s in stmts:
+            k = s.kind
+            if k == "assign":
+                value = s.span_of("value")
+                has_type = typed.get(s.rule)
+                if has_type is None:  # once per rule: does it capture a declared type?
+                    has_type = typed[s.rule] = "type" in s.match.re.groupindex
+                self.bind(s.span_of("targets"), "assign", value, scopes, s.start,
+                          s.group("type") if has_type else None)
+                self.mutation(value, scopes, s.start)
+            elif k == "expr":
+                self.mutation(s.span_of("value"), scopes, s.start)
+            elif k == "return":
+                if s.group("value"):
+                    self.facts.returns.append((s.span_of("value"), scopes))
+            elif k in ("if", "elif"):
+                test = s.span_of("test")
+                self.ifs.append((s, depth, scopes))
+                self.block(s.body, depth + 1, scopes + (Scope("if", "then", test, s.start),))
+                if s.orelse:
+                    self.block(s.orelse, depth + 1, scopes + (Scope("if", "else", test, s.start),))
+            elif k in ("for", "while"):
+                test = s.span_of("iter") if k == "for" else s.span_of("test")
+                scope = Scope(k, "body", test, s.start)
+                if k == "for":
+                    self.bind(s.span_of("target"), "for", test, scopes + (scope,), s.start)
+                self.loops.append({
+                    "kind": k,
+                    "target": s.group("target") if k == "for" else None,
+                    "iter": self.text[test[0]:test[1]],
+                    "depth": depth,
+                    "span": self.ex.source.span(s.start, s.end),
+                })
+                self.loop_tests.append((test, scopes))
+                self.block(s.body, depth + 1, scopes + (scope,))
+            elif k == "with":
+                scope = Scope("with", "body", s.span_of("item"), s.start)
+                if s.group("target"):
+                    self.bind(s.span_of("target"), "with", s.span_of("item"), scopes, s.start)
+                self.block(s.body, depth + 1, scopes + (scope,))
+            elif k in ("def", "else", "class") and s.body:
+                self.block(s.body, depth + 1, scopes)
