@@ -126,7 +126,48 @@ clear_params()
 mem_dict = retained(lambda: [codeparse.parse_text(t, as_dict=True) for t in texts])
 clear_params()
 mem_model = retained(lambda: [codeparse.parse_text(t) for t in texts])
-print(json.dumps({"rounds": rows, "linear": linear, "mem_dict": mem_dict / chars, "mem_model": mem_model / chars}))
+
+# Where the dict path's time goes: the stages' functions wrapped by name in whichever module
+# holds them (the package layout may differ between the sides), timed over two more rounds.
+import inspect, sys as _sys
+STAGES = {"parse_statements": "statements", "_prepare": "walk", "_scan": "scan", "_condition": "conditions",
+          "code_file_from_plain": "models"}
+spent = dict.fromkeys(STAGES.values(), 0.0)
+def timer(fn, key):
+    def timed(*args, **kwargs):
+        start = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[key] += clock() - start
+    return timed
+wrapped = {}
+for name, mod in list(_sys.modules.items()):
+    if not name.startswith("codeparse") or mod is None:
+        continue
+    for attr, value in list(vars(mod).items()):
+        targets = [(mod, attr, value)]
+        if inspect.isclass(value) and value.__module__ == name:
+            targets = [(value, a, v) for a, v in vars(value).items()]
+        for owner, a, v in targets:
+            if a in STAGES and callable(v):
+                key = (id(owner), a)
+                if key not in wrapped:
+                    wrapped[key] = timer(v, STAGES[a])
+                    setattr(owner, a, wrapped[key])
+stages = []
+for _ in range(2):
+    for key in spent:
+        spent[key] = 0.0
+    start = clock(); fair(); t_ast = clock() - start
+    start = clock(); dict_path(); t_dict = clock() - start
+    row = {"ast": t_ast, "dict": t_dict, **spent}
+    spent["models"] = 0.0
+    start = clock(); model_path(); row["model"] = clock() - start
+    row["models"] = spent["models"]
+    stages.append(row)
+print(json.dumps({"rounds": rows, "linear": linear, "mem_dict": mem_dict / chars, "mem_model": mem_model / chars,
+                  "stages": stages}))
 """
 
 
@@ -218,6 +259,10 @@ def merge(runs: list[dict]) -> dict:
         "cli": min(run["cli"] for run in runs) * 1000,
         "start_wall": min(run["start_wall"] for run in runs), "start_cpu": min(run["start_cpu"] for run in runs),
         "mem_dict": min(run["mem_dict"] for run in runs), "mem_model": min(run["mem_model"] for run in runs),
+        "stages": {key: (statistics.median(r[key] / r["ast"] for run in runs for r in run["stages"]),
+                         statistics.median(r[key] / r["dict" if key != "models" else "model"]
+                                           for run in runs for r in run["stages"]))
+                   for key in STAGE_ROWS},
     }
 
 
@@ -243,6 +288,9 @@ def rows_of(sides: dict[str, dict], ast_proc: float) -> list[tuple[str, ...]]:
         rows.append((f"per-byte cost of `{name}` at 8× a traced function's length over 1× (target ≤ 1.5)",
                      *cells(lambda s, n=name: f"**{s['linear'][n][2]:.2f}** ({s['linear'][n][0]:.2f} → "
                                               f"{s['linear'][n][1]:.2f} µs/byte)")))
+    for key, label in STAGE_ROWS.items():
+        rows.append((label, *cells(lambda s, k=key: f"{s['stages'][k][0]:.2f}× the baseline's time "
+                                                    f"({s['stages'][k][1]:.0%} of the path)")))
     rows += [
         ("start-up of `codeparse parse custom_model/script.code --format json` over `python -c pass`, wall "
          "(target ≤ 0.15 s)", *cells(lambda s: f"**{s['start_wall']:.3f} s**")),
@@ -253,16 +301,27 @@ def rows_of(sides: dict[str, dict], ast_proc: float) -> list[tuple[str, ...]]:
     return rows
 
 
+# Where the time goes (the stages' functions timed by name, in two more rounds per process).
+STAGE_ROWS = {
+    "statements": "in the dict path: the statement layer (`parse_statements`)",
+    "walk": "in the dict path: walking each function's definitions (`Extractor._prepare`)",
+    "scan": "in the dict path: the call and reference scan (`Extractor._scan`)",
+    "conditions": "in the dict path: answering conditions (`Extractor._condition`)",
+    "models": "in the model path: building the models from the plain data (`code_file_from_plain`)",
+}
+
 NOTE = """\
 ## Reading the figures
 
 The baseline is `ast.parse` of each file with its tree dropped.  Keeping all trees alive,
 as this benchmark did before, makes the collector rescan them: `ast.parse` then runs
-about 2× slower, which flattered every ratio; that old baseline is shown beside for
+2-3× slower, which flattered every ratio; that old baseline is shown beside for
 comparison.  Ratios are medians over rounds of the path's time against the same round's
 `ast.parse` time; a ratio above 1 is faster than `ast.parse`.  Per-byte cost and memory are
-the best of each side's processes.  The machine is shared by other jobs: absolute figures
-move between runs, the ratios and the before/after of one run are what to compare."""
+the best of each side's processes; the stage rows time the named functions in two further
+rounds (a function's time includes what it calls).  The machine is shared by other jobs:
+absolute figures move between runs, the ratios and the before/after of one run are what to
+compare."""
 
 
 def main() -> int:

@@ -390,3 +390,60 @@ def test_the_stored_patterns_and_compiled_ones_check_alike():
                            text=True, env=env) for engines in ("this", "other")]
     assert all(run.returncode in (0, 1) for run in runs), [run.stderr[-2000:] for run in runs]
     assert runs[0].stdout == runs[1].stdout and len(runs[0].stdout) > 100_000
+
+
+def _statements(stmts):
+    for s in stmts:
+        yield s
+        yield from _statements(s.body)
+        if s.orelse:
+            yield from _statements(s.orelse)
+
+
+@pytest.mark.parametrize("grammar_id", [g.id for g in available_grammars()])
+def test_unrolled_rules_match_as_the_recursive_ones(grammar_id):
+    """A rule that calls a recursive sub-pattern has an `re` form, its calls unrolled
+    `[limits].unroll_depth` deep, that the parser uses on a statement holding no string whose
+    brackets nest at most 3 deep.  On every such statement of every fixture text, archive code
+    file and legacy file (signatures over several lines included), every such rule matches as
+    its `regex` pattern does: where it matches, how far, every group, and every capture of a
+    repeated group (a signature's parameters)."""
+    from codeparse.parser import RepeatedMatch, nesting, parse_statements
+    from codeparse.source import SourceText
+
+    g = load_grammar(grammar_id)
+    rules = [r for r in g.statements if r.plain is not None]
+    if "unroll_depth" not in g.limits:
+        assert not rules
+        return
+    assert {r.name for r in rules} >= {"def", "attribute_decl"}
+    nested = nesting(g)
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    paths = [*root.glob("text/*/*.code"), *root.glob("archive_code/**/*.py"), *root.glob("legacy/**/*.py")]
+    checked: dict[str, int] = {}
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for stmt in _statements(parse_statements(SourceText(text, str(path)), g).body):
+            stop = text.find("\n", stmt.end)
+            stop = len(text) if stop == -1 else stop
+            span = text[stmt.start:stop]
+            if nested(text, stmt.start, stop).end() != stop or '"' in span or "'" in span:
+                continue
+            for rule in rules:
+                want = rule.pattern.match(text, stmt.start, stop)
+                got = rule.plain.match(text, stmt.start, stop)
+                assert (got is None) == (want is None), (rule.name, span)
+                if want is None:
+                    continue
+                if rule.repeat:
+                    got = RepeatedMatch(got, rule.repeat, stop)
+                    for name in rule.repeat:
+                        assert got.spans(name) == want.spans(name), (rule.name, span)
+                # (`regex` also lists the recursive sub-patterns' groups, never set by a match)
+                names = [n for n in rule.group_names() if n not in g.raw["recursive"]]
+                assert got.span() == want.span(), (rule.name, span)
+                assert [got.group(n) for n in names] == [want.group(n) for n in names], (rule.name, span)
+                assert [got.span(n) for n in names] == [want.span(n) for n in names], (rule.name, span)
+                checked[rule.name] = checked.get(rule.name, 0) + 1
+    if grammar_id == "torchscript-v2":
+        assert checked.get("def", 0) > 500 and checked.get("attribute_decl", 0) > 500, checked

@@ -146,10 +146,12 @@ class Statement:
     needs ``regex`` (else the rule stands there as itself, with its captures).
     """
 
-    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index", "_groups")
+    __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index", "_groups",
+                 "_plain_source", "_plain", "repeat")
 
     def __init__(self, name: str, emits: str, keyword: Optional[str], block: bool,
-                 empty_block: bool, lazy: _Lazy, classify: Optional[str] = None, index: int = 0):
+                 empty_block: bool, lazy: _Lazy, classify: Optional[str] = None, index: int = 0,
+                 plain: Optional[str] = None, repeat: Optional[dict[str, "_Lazy"]] = None):
         self.name = name
         self.emits = emits
         self.keyword = keyword  # tried only on lines whose first word is this
@@ -159,6 +161,11 @@ class Statement:
         self.classify = classify  # an `re` source matching every line the rule matches
         self.index = index  # position in the grammar file
         self._groups: Optional[tuple[str, ...]] = None
+        self._plain_source = plain
+        self._plain: Any = False  # compiled on first use; None: the rule has no `re` form
+        # Group name -> the `re` pattern that matches each further capture of a group the
+        # rule repeats (`[[statements]].repeat`), from the end of the one before.
+        self.repeat = repeat or {}
 
     @property
     def pattern(self) -> Any:
@@ -167,6 +174,27 @@ class Statement:
     @property
     def fast(self) -> Any:
         return self._lazy.get()
+
+    @property
+    def plain(self) -> Any:
+        """The rule in ``re`` with its recursive sub-patterns unrolled ``[limits].unroll_depth``
+        deep (a call below that depth fails), or None (the rule needs no recursion, or needs
+        another ``regex`` feature).  It matches as :attr:`pattern` does on a statement whose
+        brackets nest less deep than that and that holds no string (the parser checks): no
+        call there goes deeper.  A repeated group keeps its first capture; the rule's
+        ``repeat`` patterns find the others."""
+        plain = self._plain
+        if plain is False:
+            plain = None
+            if self._plain_source is not None:
+                try:
+                    plain = compile_re(self._plain_source)
+                except (re.error, RecursionError, OverflowError):
+                    plain = None
+                if plain is not None:
+                    self._lazy._check(plain)
+            self._plain = plain
+        return plain
 
     def master_source(self, prefix: str) -> str:
         """This rule's alternative in a master pattern: its ``classify`` pattern when it
@@ -405,6 +433,9 @@ class Grammar:
         for rule in self.statements:
             rule.pattern
             rule.fast
+            if rule.plain is not None:
+                for more in rule.repeat.values():
+                    more.get()
         for keyword in (None, *self.rules_by_keyword):
             self.master(keyword).pattern()
         for section in (self.lines, self.fragments, self.scan, self.expression):
@@ -464,6 +495,22 @@ class _Compiler:
             todo.extend(_RECURSIVE_CALL.findall(self.recursive[name]))
         return sorted(order)
 
+    def unrolled(self, text: str, depth: int, where: str) -> str:
+        """``text`` with each recursive call replaced by the sub-pattern it calls, ``depth``
+        calls deep; a call deeper than that fails (``(?!)``).  ``re`` compiles the result
+        when nothing else in it needs ``regex``."""
+        def sub(level: int):
+            def call(m: Any) -> str:
+                name = m.group(1)
+                if name not in self.recursive:
+                    raise self._fail(where, f"unknown recursive sub-pattern (?&{name})")
+                if level >= depth:
+                    return "(?!)"
+                return "(?:" + _RECURSIVE_CALL.sub(sub(level + 1), self.recursive[name]) + ")"
+            return call
+
+        return _RECURSIVE_CALL.sub(sub(0), text)
+
     def with_defines(self, text: str, where: str) -> str:
         needed = self._needed(text, where)
         if not needed:
@@ -493,8 +540,23 @@ def _require(path: Path, data: dict[str, Any]) -> None:
         raise GrammarError(f"{path}: no [[statements]] rules")
 
 
+def _first_only(source: str, names: Any) -> str:
+    """``source`` with every group named in ``names`` captured at its first occurrence only
+    (``re`` allows one group per name; the later ones become non-capturing)."""
+    for name in names:
+        head = f"(?P<{name}>"
+        first = source.find(head)
+        if first != -1:
+            cut = first + len(head)
+            source = source[:cut] + source[cut:].replace(head, "(?:")
+    return source
+
+
 def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
     end = comp.expand(data["grammar"]["statement_end"], "grammar.statement_end")
+    depth = data["limits"].get("unroll_depth")
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+        raise GrammarError(f"{path}: [limits].unroll_depth: a positive integer")
     rules: list[Statement] = []
     seen: set[str] = set()
     for index, raw in enumerate(data["statements"]):
@@ -513,7 +575,17 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
         keyword = raw.get("keyword")
         if keyword is not None and not raw["pattern"].startswith(keyword):
             raise GrammarError(f"{path}: {where}: pattern does not begin with its keyword {keyword!r}")
-        pattern = comp.lazy(f"(?:{raw['pattern']}){end}", where, non_empty=True)
+        source = comp.expand(f"(?:{raw['pattern']}){end}", where)
+        pattern = _Lazy(comp.with_defines(source, where), where, path, non_empty=True)
+        repeat = raw.get("repeat", {})
+        if not isinstance(repeat, dict) or not all(isinstance(v, str) for v in repeat.values()):
+            raise GrammarError(f"{path}: {where}: repeat: a table of group name to pattern")
+        plain = more = None
+        if depth is not None and _RECURSIVE_CALL.search(source):
+            plain = _first_only(comp.unrolled(source, depth, where), repeat)
+            more = {name: _Lazy(comp.unrolled(comp.expand(text, f"{where} repeat"), depth, where),
+                                f"{where} repeat.{name}", path, non_empty=True)
+                    for name, text in repeat.items()}
         classify = None
         if "classify" in raw:
             classify = comp.with_defines(comp.expand(f"(?:{raw['classify']}){end}", where + " classify"), where)
@@ -521,7 +593,7 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
                 raise GrammarError(f"{path}: {where}: its classify pattern does not compile with `re`")
         rules.append(
             Statement(name, emits, keyword, bool(raw.get("block", False)),
-                      bool(raw.get("empty_block", False)), pattern, classify, index)
+                      bool(raw.get("empty_block", False)), pattern, classify, index, plain, more)
         )
     # One match per rule, in file order (one combined alternation would be slower:
     # `regex` saves every capture group on each recursive call).
@@ -644,7 +716,13 @@ def grammar_ids() -> list[str]:
     """The ids of the grammars shipped, newest first (the order of
     :func:`available_grammars`), without loading any: detection loads a grammar only
     when it gets to it, so reading today's text loads one grammar, not all."""
-    return sorted(_grammar_files(), key=_version_key, reverse=True)
+    return list(_ids_in(grammar_dir()))
+
+
+@functools.cache
+def _ids_in(folder: Path) -> tuple[str, ...]:
+    """:func:`grammar_ids` of a folder, sorted once per process (every parse detects a grammar)."""
+    return tuple(sorted(_grammar_files_in(folder), key=_version_key, reverse=True))
 
 
 def load_grammar(grammar_id: str | None = None) -> Grammar:

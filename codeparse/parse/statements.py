@@ -24,7 +24,7 @@ from ..contract.codes import diagnostic
 from ..grammar.engine import Grammar, Statement, char_class
 from .source import SourceText
 
-__all__ = ["Stmt", "ParseResult", "parse_statements", "quoted", "bracket_end", "nesting"]
+__all__ = ["Stmt", "ParseResult", "RepeatedMatch", "parse_statements", "quoted", "bracket_end", "nesting"]
 
 _EXCERPT = 60  # characters of an unparsed line quoted in its message
 # Brackets nested this deep or less are paired by one `re` match (see `nesting`); the
@@ -134,6 +134,80 @@ class _RuleNames:
 
     def __init__(self, groups: dict):
         self.groupindex = groups
+
+
+class RepeatedMatch:
+    """An ``re`` match of a rule whose group repeats, read as ``regex``'s match of the rule
+    reads: ``spans(name)`` and ``captures(name)`` give every capture of a repeated group, in
+    order, and ``group``/``span`` its last one.  ``re`` keeps the group's first capture; the
+    rule's ``repeat`` pattern for the group matches each further one from the end of the one
+    before (as the rule's own loop does), up to ``stop``, when first asked."""
+
+    __slots__ = ("_m", "_repeat", "_stop", "_found")
+
+    def __init__(self, match: Any, repeat: dict, stop: int):
+        self._m = match
+        self._repeat = repeat
+        self._stop = stop
+        self._found: dict[str, list[tuple[int, int]]] = {}
+
+    def _all(self, name: str) -> list[tuple[int, int]]:
+        found = self._found.get(name)
+        if found is None:
+            m = self._m
+            first = m.span(name)
+            found = []
+            if first[0] >= 0:
+                found.append(first)
+                more = self._repeat[name].get().match
+                text, pos, stop = m.string, first[1], self._stop
+                r = more(text, pos, stop)
+                while r is not None and r.end() > pos:
+                    found.append(r.span(name))
+                    pos = r.end()
+                    r = more(text, pos, stop)
+            self._found[name] = found
+        return found
+
+    def spans(self, name: Any = 0) -> list[tuple[int, int]]:
+        if name in self._repeat:
+            return list(self._all(name))
+        span = self._m.span(name)
+        return [span] if span[0] >= 0 else []
+
+    def captures(self, name: Any = 0) -> list[str]:
+        text = self._m.string
+        return [text[a:b] for a, b in self.spans(name)]
+
+    def span(self, name: Any = 0) -> tuple[int, int]:
+        if name in self._repeat:
+            found = self._all(name)
+            return found[-1] if found else (-1, -1)
+        return self._m.span(name)
+
+    def group(self, name: Any = 0) -> Optional[str]:
+        if name in self._repeat:
+            start, end = self.span(name)
+            return self._m.string[start:end] if start >= 0 else None
+        return self._m.group(name)
+
+    def start(self, name: Any = 0) -> int:
+        return self.span(name)[0]
+
+    def end(self, name: Any = 0) -> int:
+        return self.span(name)[1]
+
+    def groupdict(self, default: Any = None) -> dict:
+        return {name: (value if (value := self.group(name)) is not None else default)
+                for name in self._m.re.groupindex}
+
+    @property
+    def re(self) -> Any:
+        return self._m.re
+
+    @property
+    def string(self) -> str:
+        return self._m.string
 
 
 class ParseResult:
@@ -305,6 +379,10 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
     generic_master = grammar.master(None)
     fast: dict = {}  # rule -> its compiled `fast` pattern
+    plains: dict = {}  # rule -> its `re` form with recursion unrolled (Statement.plain), or None
+    # The `re` forms serve only where brackets nest less deep than they are unrolled
+    # (`nested` proves at most _NEST_DEPTH; a call is at most one deeper).
+    unrolled = int(limits.get("unroll_depth", 0)) > _NEST_DEPTH
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
@@ -324,11 +402,16 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     indent_group = physical_groups["indent"]
     text_group = physical_groups["text"]
     top = stack[-1]  # the innermost open block
-    while pos < size:
-        line = physical(text, pos)
-        indent_end, text_end, next_pos = line.end(indent_group), line.end(text_group), line.end()
-        if next_pos == pos:  # defensive: the pattern must always advance
+    # The physical lines, one `finditer` over the text; a statement that ends on a later
+    # line (a signature over several lines) moves `pos` there, and the lines before it
+    # are passed over.
+    for line in physical_pattern.finditer(text):
+        start, next_pos = line.span()
+        if start < pos:
+            continue
+        if next_pos == pos:  # at the end of the text (the pattern matches the empty rest)
             break
+        indent_end, text_end = line.end(indent_group), line.end(text_group)
         column = indent_end - pos
         if blank(text, indent_end, text_end):
             pos = next_pos
@@ -394,11 +477,24 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                     # Classified by a looser pattern: the rule may still fail, and then
                     # the rules after it are tried in order.
                     groups = m = None
+                    simple = None
                     for index in range(index, len(rules)):
                         rule = rules[index]
                         pattern = fast.get(rule)
                         if pattern is None:
                             pattern = fast[rule] = rule.fast
+                            plains[rule] = rule.plain if unrolled else None
+                        plain = plains[rule]
+                        if plain is not None:
+                            if simple is None:  # no string, brackets nested less deep than unrolled
+                                simple = (nested(text, indent_end, stop).end() == stop
+                                          and not may_quote(text, indent_end, stop))
+                            if simple:
+                                m = plain.match(text, indent_end, stop)
+                                if m is not None:
+                                    if rule.repeat:
+                                        m = RepeatedMatch(m, rule.repeat, stop)
+                                    break
                         m = pattern.match(text, indent_end, stop)
                         if m is not None:
                             break
