@@ -26,7 +26,7 @@ def code_file_from_plain(data: dict) -> CodeFile:
     ``model_copy`` copies it first), so a built file holds little more than its data.
     ``data`` is not changed.
     """
-    return _build(CodeFile, data, {})
+    return _builder(CodeFile, shared=True)(data, {})
 
 
 def report_from_plain(data: dict) -> Report:
@@ -86,42 +86,21 @@ def _flatten(ann) -> list:
     return out
 
 
-def _build(cls: type, data: dict, memo: dict) -> BaseModel:
-    key = id(data)
-    got = memo.get(key)
-    if got is not None and type(got) is cls:
-        return got
-    steps, fields_set = _plan(cls)
-    values = data.copy()
-    if len(values) != len(fields_set):  # a field left at its default, as model_validate fills it
-        for name, info in cls.model_fields.items():
-            if name not in values:
-                values[name] = info.get_default(call_default_factory=True)
-    for name, how, sub in steps:
-        value = values[name]
-        if how == _LIST:
-            values[name] = [_build(sub, v, memo) for v in value]
-        elif value is not None:
-            values[name] = _build(sub, value, memo)
-    model = cls.__new__(cls)
-    _object_setattr(model, "__dict__", values)
-    _object_setattr(model, "__pydantic_fields_set__", fields_set)
-    _object_setattr(model, "__pydantic_extra__", None)
-    _object_setattr(model, "__pydantic_private__", None)
-    memo[key] = model
-    return model
+_builders: dict[tuple[type, bool], Any] = {}
 
 
-_builders: dict[type, Any] = {}
+def _builder(cls: type, shared: bool = False) -> Any:
+    """A function that builds ``cls`` from its plain data without validating it, written
+    out for the class: one function per model class, each field holding models built by a
+    direct call, each model's ``__dict__`` a copy of its dict with nested dicts replaced by
+    models (as ``model_construct`` does), its slots set through their descriptors, and
+    every model of a class sharing one ``model_fields_set``.  A field left to its default
+    takes its place in field order, as in a validated model.
 
-
-def _builder(cls: type) -> Any:
-    """A function that builds ``cls`` from its plain data as :func:`_build` does (without
-    its memo of shared dicts; a field left to its default takes its place in field order, as
-    in a validated model), written out for the class: one function per model class,
-    each field holding models built by a direct call, the model's slots set through their
-    descriptors.  Building the report of a model zoo: about half of :func:`_build`'s time."""
-    found = _builders.get(cls)
+    ``shared``: the function takes ``(data, memo)``, and a dict reached twice becomes one
+    model (``memo`` maps the dict's id to it); a field left to its default is added after
+    the others."""
+    found = _builders.get((cls, shared))
     if found is not None:
         return found
     env: dict[str, Any] = {"_new": object.__new__, "_set": _object_setattr,
@@ -140,23 +119,33 @@ def _builder(cls: type) -> Any:
         env[f"_cls_{model.__name__}"] = model
         env[f"_set_{model.__name__}"] = fields_set
         env[f"_fields_{model.__name__}"] = model.model_fields
-        body = [f"def {name}(data):", "    values = data.copy()",
-                f"    if len(values) != {len(fields_set)}:",
-                "        values = {key: data[key] if key in data else info.get_default(call_default_factory=True)",
-                f"                  for key, info in _fields_{model.__name__}.items()}}"]
+        if shared:
+            body = [f"def {name}(data, memo):", "    got = memo.get(id(data))",
+                    f"    if got is not None and type(got) is _cls_{model.__name__}:", "        return got",
+                    "    values = data.copy()", f"    if len(values) != {len(fields_set)}:",
+                    f"        for key, info in _fields_{model.__name__}.items():", "            if key not in values:",
+                    "                values[key] = info.get_default(call_default_factory=True)"]
+        else:
+            body = [f"def {name}(data):", "    values = data.copy()",
+                    f"    if len(values) != {len(fields_set)}:",
+                    "        values = {key: data[key] if key in data else info.get_default(call_default_factory=True)",
+                    f"                  for key, info in _fields_{model.__name__}.items()}}"]
+        args = ", memo" if shared else ""
         for field, how, sub in steps:
             call = write(sub)
             if how == _LIST:
-                body.append(f"    values[{field!r}] = [{call}(v) for v in values[{field!r}]]")
+                body.append(f"    values[{field!r}] = [{call}(v{args}) for v in values[{field!r}]]")
             else:
-                body += [f"    v = values[{field!r}]", "    if v is not None:", f"        values[{field!r}] = {call}(v)"]
+                body += [f"    v = values[{field!r}]", "    if v is not None:", f"        values[{field!r}] = {call}(v{args})"]
         body += [f"    model = _new(_cls_{model.__name__})", "    _set(model, '__dict__', values)",
-                 f"    _fields_set(model, _set_{model.__name__})", "    _extra(model, None)", "    _private(model, None)",
-                 "    return model"]
+                 f"    _fields_set(model, _set_{model.__name__})", "    _extra(model, None)", "    _private(model, None)"]
+        if shared:
+            body.append("    memo[id(data)] = model")
+        body.append("    return model")
         lines.extend(body)
         return name
 
     top = write(cls)
     exec("\n".join(lines), env)  # noqa: S102 - code written from the models' own fields
-    found = _builders[cls] = env[top]
+    found = _builders[(cls, shared)] = env[top]
     return found
