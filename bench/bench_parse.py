@@ -324,6 +324,26 @@ absolute figures move between runs, the ratios and the before/after of one run a
 compare."""
 
 
+def budget_note(after: dict) -> str:
+    """What the dict path's time is made of, against what the 0.7× target allows."""
+    stage = {key: after["stages"][key][0] for key in STAGE_ROWS}
+    total = 1 / after["dict_fair"]
+    rest = total - sum(v for k, v in stage.items() if k != "models")
+    return (
+        "## Where the dict path's time goes\n\n"
+        f"At 0.7× the dict path may take {1 / 0.7:.2f}× the baseline's time; here it takes {total:.2f}×: "
+        f"answering conditions {stage['conditions']:.2f}×, the statement layer {stage['statements']:.2f}×, the call "
+        f"and reference scan {stage['scan']:.2f}×, walking definitions {stage['walk']:.2f}×, and {rest:.2f}× for the "
+        "rest (reading and decoding the file, detecting the grammar, class declarations, spans, data dependence, "
+        "the plain records).  The statement layer alone makes four to five C-level matches per physical line "
+        "(the line, blank, first word, bracket nesting, the master pattern) and builds a statement object and "
+        "the block stack in Python; the scan walks each function's body a second time.  What reaches the target, "
+        "as measured on a standalone prototype of the same answers: one `re.finditer` over the whole text for "
+        "statements and tokens together, statements as offsets, expressions read without trees, sources as int "
+        "bitsets: a change of the data the extraction and inference stages share, not a tuning of either."
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=None, help="git revision to measure beside this checkout")
@@ -368,6 +388,8 @@ def main() -> int:
         *["| " + " | ".join(row) + " |" for row in rows_of(sides, ast_proc)],
         "",
         NOTE,
+        "",
+        budget_note(sides["after"]),
         "",
     ]
     report = "\n".join(lines)

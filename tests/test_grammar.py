@@ -113,7 +113,8 @@ def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
 
     for line in hostile:
         for rule in g.statements:
-            for match in (rule.pattern.match, rule.fast.match):  # `regex` (long lines) and `re`
+            # `regex` (long lines), `re`, and the `re` form with recursion unrolled
+            for match in (rule.pattern.match, rule.fast.match, *([rule.plain.match] if rule.plain else [])):
                 times = doubling(match, line, 3)
                 if times[1] >= 3.5 * times[0] + 0.01:  # once more before calling it quadratic
                     times = doubling(match, line, 7)
