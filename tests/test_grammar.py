@@ -409,8 +409,8 @@ def test_unrolled_rules_match_as_the_recursive_ones(grammar_id):
     file and legacy file (signatures over several lines included), every such rule matches as
     its `regex` pattern does: where it matches, how far, every group, and every capture of a
     repeated group (a signature's parameters)."""
-    from codeparse.parser import RepeatedMatch, nesting, parse_statements
-    from codeparse.source import SourceText
+    from codeparse.parse.statements import RepeatedMatch, nesting, parse_statements
+    from codeparse.parse.source import SourceText
 
     g = load_grammar(grammar_id)
     rules = [r for r in g.statements if r.plain is not None]
