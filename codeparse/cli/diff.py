@@ -157,6 +157,10 @@ def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool
             f"{n['ifs']} ifs: {n['frozen']} frozen, {n['kept']} kept, {n['ambiguous']} ambiguous, "
             f"{n['not_run']} not run, {n['mixed']} mixed; {n['lost_calls']} lost calls, "
             f"{n['unrolled_loops']} unrolled loops, {n['baked_constants']} baked constants"), soft_wrap=True)
+        if n.get("not_described"):
+            console.print(Text(
+                f"{n['not_described']} ifs abstain (not_described): the script makes calls there, unconditionally, "
+                "that the trace lacks, so the script text does not describe the traced run"), soft_wrap=True)
     if report.ifs:
         sources = any(i.origin is not None for i in report.ifs)  # archives with debug info
         table = Table(title="ifs", box=box.SIMPLE_HEAD, show_lines=False, title_justify="left")

@@ -21,7 +21,7 @@ see :mod:`codeparse.trace.compare`."""
 
 DiffReason = Literal[
     "present", "absent", "raises", "not_run", "no_evidence", "indistinguishable", "tie",
-    "tracing_predicate", "inlined", "mixed", "kept",
+    "tracing_predicate", "inlined", "mixed", "kept", "loop_passes", "not_described", "constant", "not_called",
 ]
 """Why a diff answered as it did (a closed list; see ``IfDiff.reason``)."""
 
@@ -46,8 +46,8 @@ class IfDiff(Node):
     condition: str = Field(description="The condition as printed.")
     kind: ConditionKind = Field(description="What the condition depends on (DESIGN.md §5).")
     taken: TakenBranch = Field(
-        description="`then`/`else`: the trace followed it; `neither`: the `if` did not run in the trace, or "
-        "the trace has calls of neither branch; `unknown`: the branches look alike in a trace; `mixed`: "
+        description="`then`/`else`: the trace followed it; `neither`: the `if` certainly did not run in the "
+        "trace; `unknown`: the trace cannot tell (no evidence, or the text does not describe the run there); `mixed`: "
         "different branches in different loop iterations; `kept`: the trace keeps the `if` (scripted code "
         "inside a trace)."
     )
@@ -56,12 +56,17 @@ class IfDiff(Node):
         "`absent` (every path through the other branch would have left a call in the trace, and the trace "
         "lacks them); `raises` (the other branch raises, and the trace ran to its end); `not_run` (the path "
         "never reaches the `if`); `no_evidence` (neither branch has a call a trace shows, or both would and "
-        "the trace has neither); `indistinguishable` (both branches make the same calls: `ambiguous`); "
+        "the trace has neither: `unknown`); `indistinguishable` (both branches make the same calls: `ambiguous`); "
         "`tie` (forcing the `if` each way explains the trace at equal cost: `ambiguous`); "
         "`tracing_predicate` (the condition is `torch.jit.is_tracing()`, `_is_tracing()` or "
         "`torch.jit.is_scripting()`, whose value inside a trace is known); `inlined` (the `if` belongs to "
         "a callee the path never calls: `neither`); `mixed` (different branches in different passes); "
-        "`kept` (the trace still runs this code as TorchScript)."
+        "`kept` (the trace still runs this code as TorchScript); `loop_passes` (in a loop whose passes the "
+        "trace does not all show, the other branch may have run in the passes it does not show: `unknown`, "
+        "`passes` per pass shown); `not_described` (the script makes a call there unconditionally that the "
+        "trace lacks altogether, as where the compiler folded `torch.jit.is_scripting()`: `unknown`); "
+        "`constant` (archive mode: the trace's stored constants match a literal of this branch only); "
+        "`not_called` (the `if` belongs to a submodule the trace never calls: `neither`)."
     )
     evidence: list[DiffCall] = Field(description="Calls of the taken branch that the trace has, in order.")
     missing: list[DiffCall] = Field(
@@ -166,7 +171,8 @@ class DiffReport(Node):
                                           "and CP224 (the inputs do not belong together).")
     summary: dict[str, int] = Field(
         default_factory=dict, description="Counts: `ifs`, `kept`, `frozen` (then/else), `ambiguous` (ambiguous and "
-        "unknown), `not_run` (neither), `mixed`, `lost_calls`, `unrolled_loops`, `baked_constants`.")
+        "unknown), `not_run` (neither), `mixed`, `lost_calls`, `unrolled_loops`, `baked_constants`, `not_described` "
+        "(ifs abstaining where the script text does not describe the traced run).")
 
 
 class OperatorInfo(Node):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from .events import TRACE_EQUIVALENTS, Event, IfNode, Item
 
@@ -74,9 +74,11 @@ class _Step:
     trace: Optional[int]  # the trace event consumed (matched or unmatched)
 
 
-def _align(auto: _Automaton, trace: list[str], steps_wanted: bool = True) -> tuple[int, list[_Step]]:
+def _align(auto: _Automaton, trace: list[str], steps_wanted: bool = True,
+           compatible: Optional[Callable[[Event, int], bool]] = None) -> tuple[int, list[_Step]]:
     """The cheapest path and alignment; returns its cost and its steps in order (with
-    ``steps_wanted=False`` only the cost)."""
+    ``steps_wanted=False`` only the cost).  ``compatible(event, i)``, when given, may refuse a
+    match of a script event with trace event ``i`` that the labels allow (their literals differ)."""
     inf = float("inf")
     n_states = len(auto.edges)
     columns_back: list[list[Optional[tuple]]] = []
@@ -95,7 +97,8 @@ def _align(auto: _Automaton, trace: list[str], steps_wanted: bool = True) -> tup
                 if c + TRACE_EXTRA < cost[s]:
                     cost[s], back[s] = c + TRACE_EXTRA, ("extra", s, None)
                 for e in auto.edges[s]:
-                    if e.event is not None and not e.event.weak and label in e.event.keys and c < cost[e.target]:
+                    if (e.event is not None and not e.event.weak and label in e.event.keys and c < cost[e.target]
+                            and (compatible is None or compatible(e.event, i - 1))):
                         cost[e.target], back[e.target] = c, ("match", s, e)
         heap = [(c, s) for s, c in enumerate(cost) if c != inf]
         heapq.heapify(heap)

@@ -50,11 +50,19 @@ and the trace events matched inside it; each loop records its passes.  Per ``if`
 * ``then``/``else`` with reason ``absent``: nothing of the chosen branch is in the
   trace, but the other branch has calls a trace would show (submodule calls,
   non-weak operators) and the trace lacks them (they are listed as ``missing``);
-* ``neither``/``no_evidence``: both branches have such calls and the trace has none;
-  ``unknown``/``no_evidence`` when neither has;
+* ``unknown``/``no_evidence``: neither branch has such calls, or both have and the trace has
+  none (the path reached the ``if``: one branch ran);
 * ``mixed``: different answers in different passes of an enclosing loop;
 * ``kept``: the trace function has an ``if`` with the same resolved condition (the code
-  is scripted inside the trace, as the tutorial's ``WrapRNN`` does); loops likewise.
+  is scripted inside the trace, as the tutorial's ``WrapRNN`` does); loops likewise;
+* ``then``/``else`` with reason ``constant``: the branches differ only in a literal, and the
+  trace archive's stored constant matches this branch's (:class:`~codeparse.trace.evidence.LiteralCheck`);
+* ``unknown``/``loop_passes``: an ``if`` in a loop whose passes the trace does not all show,
+  whose other branch may have run in the passes it does not show (:func:`_uncounted_passes`);
+* ``unknown``/``not_described``: an unconditional call of the script that the trace lacks
+  altogether lies near: the text does not describe the run there (:func:`_not_described`);
+* ``neither``/``not_called``: the ``if`` belongs to a submodule the trace never calls
+  (:func:`_not_called`).
 
 A *lost call* is a submodule call of the script that the path never matches and
 that appears nowhere in the trace.  An
@@ -79,7 +87,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterable, Optional, Union
 
 from ..contract.check import SourceLocation
 from ..contract.diff import BakedConstant, DiffCall, DiffReport, IfDiff, LostCall, ModuleDiff, UnrolledLoop
@@ -99,7 +107,7 @@ from .events import (
     LoopNode,
     _events_in,
 )
-from .evidence import classify_run, must_tell, raises, telling_labels, tracing_value
+from .evidence import LiteralCheck, classify_run, must_tell, raises, telling_labels, tracing_value
 from .sides import Side, Unit, load_side, overload_base, side_from_texts
 
 __all__ = [
@@ -155,6 +163,7 @@ class FunctionDiff:
     baked_constants: list[BakedConstant]
     matched: list[tuple[Event, Call]]
     trace_events: int = 0
+    shown_events: int = 0  # the trace events the script text could show (see `_shown`)
 
 
 def _dcall(event: Event, trace_call: Optional[Call]) -> DiffCall:
@@ -286,14 +295,17 @@ class _Reader:
 
 
 def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
-                   t_tree: Optional[FunctionTree] = None, script: Optional[Side] = None) -> FunctionDiff:
-    """Align one script function with one trace function and read the path."""
+                   t_tree: Optional[FunctionTree] = None, script: Optional[Side] = None,
+                   constants: Optional[dict] = None) -> FunctionDiff:
+    """Align one script function with one trace function and read the path (``constants``: the
+    trace archive's stored constants, :func:`codeparse.archive.constants.read_constants`)."""
     t_tree = t_tree or trace_tree(t_fn, t_unit, s_tree.module)
     t_events = _flat(t_tree.items)
     labels = [e.label for e in t_events]
     static = static_branches(s_tree)
     auto = _Automaton(s_tree.items, static)
-    cost, steps = _align(auto, labels)
+    check = LiteralCheck.build([t_tree], t_events, [s_tree] + s_tree.inlined, constants or {})
+    cost, steps = _align(auto, labels, compatible=check)
     path_read = _Reader(steps, t_events)
     if_execs, loop_execs = path_read.if_execs, path_read.loop_execs
     matched, matched_ids = path_read.matched, path_read.matched_ids
@@ -314,14 +326,16 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
     size = max(1, len(labels) * len(auto.edges))
     forced_budget = [min(TIE_CHECK_LIMIT, TIE_CHECK_WORK // (2 * size))]
 
-    def forced_costs(nodes: list[IfNode]) -> Optional[dict[str, int]]:
-        """Cost of the whole alignment with every copy of the ``if`` forced to each branch."""
-        if forced_budget[0] <= 0:
+    def forced_costs(nodes: list[IfNode], literals: bool = True) -> Optional[dict[str, int]]:
+        """Cost of the whole alignment with every copy of the ``if`` forced to each branch (with
+        ``literals=False``, as if no constant's value were known; None when none is)."""
+        if forced_budget[0] <= 0 or (not literals and check is None):
             return None
         forced_budget[0] -= 1
         out = {}
         for branch in ("then", "else"):
-            c, _ = _align(_Automaton(s_tree.items, {**static, **{n.index: branch for n in nodes}}), labels, False)
+            c, _ = _align(_Automaton(s_tree.items, {**static, **{n.index: branch for n in nodes}}), labels, False,
+                          check if literals else None)
             out[branch] = c
         return out if all(v >= 0 for v in out.values()) else None
 
@@ -346,6 +360,8 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
             answer_of[n.index] = len(ifs)
         ifs.append(_if_diff([n for _, n in group], runs, callee, tcall, origins, False, forced_costs,
                             inlined=True))
+    ifs = _uncounted_passes(s_tree.items, ifs, answer_of, loop_execs, s_tree)
+    ifs = _not_described(s_tree, ifs, answer_of, matched_ids, trace_labels)
     ifs = _unsure_skips(s_tree.items, ifs, answer_of, if_execs, loop_execs)
     # compiled functions the trace calls by name: their ifs still run, as TorchScript
     if script is not None:
@@ -401,10 +417,119 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
         script_path=path, trace_path=t_unit.code_file.path, cost=cost, matched=len(matched),
         trace_only=path_read.trace_only,
     )
-    return FunctionDiff(module, ifs, lost, loops, baked, matched, len(t_events))
+    return FunctionDiff(module, ifs, lost, loops, baked, matched, len(t_events),
+                        _shown(s_tree, t_events, matched_ids))
+
+
+def _shown(tree: FunctionTree, t_events: list[Event], matched_ids: set[int]) -> int:
+    """How many trace events the script text could show.
+
+    Where the script calls code whose body the input lacks (compiled functions and self methods
+    of a bare ``.code`` text), the trace holds that body's operators inlined: they are no sign of
+    another model.  Then only what both texts show counts: the trace's submodule calls and its
+    operators of a kind the script text names somewhere.  Otherwise every trace event counts.
+    """
+    script_events = tree.events + [e for callee in tree.inlined for e in callee.events]
+    if not any(e.call.kind in ("function", "self_method", "method") and e.index not in matched_ids
+               for e in script_events):
+        return len(t_events)
+    names = set().union(*(e.keys or {e.label} for e in script_events))
+    return sum(1 for t in t_events if t.call.kind == "submodule" or t.label in names)
 
 
 _SURE = ("then", "else", "mixed", "kept")
+# Answers that rest on the path (not on the text alone, as a tracing predicate or a raise does).
+_FROM_PATH = ("present", "absent", "mixed", "not_run", "inlined")
+
+
+def _ifs_in(items: list) -> Iterable[IfNode]:
+    for item in items:
+        if isinstance(item, IfNode):
+            yield item
+            yield from _ifs_in(item.then)
+            yield from _ifs_in(item.orelse)
+        elif isinstance(item, LoopNode):
+            yield from _ifs_in(item.body)
+
+
+def _not_described(tree: FunctionTree, ifs: list[IfDiff], answer_of: dict[int, int], matched_ids: set[int],
+                   trace_labels: set[str]) -> list[IfDiff]:
+    """Where the script text does not describe the traced run, the ifs there abstain.
+
+    An operator or submodule call the function makes unconditionally (in its own top-level
+    block) that the trace lacks altogether (no trace event it matches) says the run did not
+    follow this text there: the compiler folded a test the trace ran the other way
+    (``torch.jit.is_scripting()``), or the trace is of other code.  Every ``if`` between the
+    nearest top-level calls the path matched on either side of it abstains (``unknown``,
+    ``not_described``), whatever the alignment made of that stretch.
+    """
+    own = {e.index for e in tree.events}
+    items = tree.items
+    anchors = [k for k, item in enumerate(items) if isinstance(item, Event) and item.index in matched_ids]
+    out = list(ifs)
+    for k, item in enumerate(items):
+        if not (isinstance(item, Event) and item.index in own and item.telling and item.index not in matched_ids
+                and not item.keys & trace_labels):
+            continue
+        lo = max((a for a in anchors if a < k), default=-1)
+        hi = min((a for a in anchors if a > k), default=len(items))
+        for node in _ifs_in(items[lo + 1:hi]):
+            pos = answer_of.get(node.index)
+            if pos is not None and out[pos].reason in _FROM_PATH:
+                out[pos] = out[pos].model_copy(update={
+                    "taken": "unknown", "reason": "not_described", "executions": [], "passes": []})
+    return out
+
+
+def _literal_passes(node: LoopNode, tree: FunctionTree) -> Optional[int]:
+    """The pass count a ``for`` loop's header fixes, ``range(N)`` with a literal ``N``; else None."""
+    loop = node.loop
+    if loop is None or loop.kind != "for":
+        return None
+    text = loop.iter
+    call = ExpressionReader(text, tree.grammar).read(0, len(text))
+    if not (isinstance(call, CallExpr) and text[call.func.start:call.func.end] == "range"
+            and len(call.args) == 1 and not call.keywords and isinstance(call.args[0], Const)):
+        return None
+    try:
+        return int(call.args[0].text)
+    except ValueError:
+        return None
+
+
+def _uncounted_passes(items: list, ifs: list[IfDiff], answer_of: dict[int, int], loop_execs: dict,
+                      tree: FunctionTree) -> list[IfDiff]:
+    """An ``if`` in a loop whose passes the trace does not all show answers for the passes it shows.
+
+    A pass through a body with a silent path (no telling event on it) leaves nothing in a trace,
+    so the path may have made fewer passes than the run did, unless the header fixes the count
+    (``range(3)``) and the path made that many.  In such a loop an ``if`` whose other branch can
+    be silent may have taken it in the passes the trace does not show: its answer abstains
+    (``unknown``, ``loop_passes``), keeping the per-pass answers of the passes it does show.
+    """
+    out = list(ifs)
+
+    def walk(block: list, uncounted: bool) -> None:
+        for item in block:
+            if isinstance(item, IfNode):
+                pos = answer_of.get(item.index)
+                answer = out[pos] if pos is not None else None
+                if uncounted and answer is not None and answer.reason in ("present", "absent", "mixed"):
+                    silent = {"then": not must_tell(item.orelse), "else": not must_tell(item.then),
+                              "mixed": not (must_tell(item.then) and must_tell(item.orelse))}.get(answer.taken, False)
+                    if silent:
+                        out[pos] = answer.model_copy(update={"taken": "unknown", "reason": "loop_passes",
+                                                             "executions": []})
+                walk(item.then, uncounted)
+                walk(item.orelse, uncounted)
+            elif isinstance(item, LoopNode):
+                runs = loop_execs.get(item.index, [])
+                fixed = _literal_passes(item, tree)
+                counted = must_tell(item.body) or (fixed is not None and all(lx.passes == fixed for lx in runs))
+                walk(item.body, uncounted or not counted)
+
+    walk(items, False)
+    return out
 
 
 def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_execs: dict,
@@ -543,6 +668,15 @@ def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall,
         costs = forced_costs(nodes) if forced_costs is not None and len(execs) == 1 else None
         if costs is not None and costs["then"] == costs["else"]:
             return answer("ambiguous", "tie", costs=costs, executions=[])
+        if costs is not None and len(execs) == 1:
+            # the stored constants decide when they refuse every way through one branch only: the
+            # cheaper branch costs what it costs without them, the other more
+            plain = forced_costs(nodes, literals=False)
+            taken = "then" if costs["then"] < costs["else"] else "else"
+            other = "else" if taken == "then" else "then"
+            if (plain is not None and costs[taken] == plain[taken] and costs[other] > plain[other]
+                    and execs[0].branch == taken and execs[0].matched):
+                return answer(taken, "constant", evidence, costs=costs, executions=[taken])
         return answer("ambiguous", "indistinguishable", costs=costs, executions=[])
     if node.loop_flag is not None and not any(ex.matched for ex in execs):
         return _loop_flag_answer(node, execs, answer)
@@ -632,12 +766,51 @@ def _join(module: str, receiver: str) -> str:
 
 def _mismatch(result: FunctionDiff, script: Side, trace: Side) -> list:
     """CP224 when too few of the root trace function's calls match the script."""
-    events = result.trace_events
+    events = result.shown_events
     if events == 0 or len(result.matched) >= MISMATCH_SHARE * events:
         return []
     percent = round(100 * len(result.matched) / events)
     return [diagnostic_model("CP224", trace.path, None, matched=len(result.matched), events=events,
                              percent=percent, script=script.path)]
+
+
+MAX_NOT_CALLED = 256  # functions of submodules never called whose ifs are reported
+
+
+def _not_called(script: Side, uncalled: list[tuple[str, ClassDef, LostCall]], resolver) -> list[IfDiff]:
+    """The ifs of submodules the trace never calls: ``neither``, ``not_called``.
+
+    A tracer records every submodule call it runs, so a submodule call of the script that the
+    trace makes nowhere (a lost call) did not run, and nothing in that submodule's method ran
+    either: its ifs (and those of the functions and submodules it calls in turn) were certainly
+    not reached.
+    """
+    out: list[IfDiff] = []
+    queue = list(uncalled)
+    seen: set[tuple[str, str]] = set()
+    while queue and len(seen) < MAX_NOT_CALLED:
+        module, cls, lost = queue.pop(0)
+        sub = _resolve(script, cls, lost.receiver) if lost.receiver else None
+        method = script.method_of(sub, lost.method or "forward") if sub is not None else None
+        path = _join(module, lost.receiver) if lost.receiver else module
+        if method is None or (path, method.qualified_name) in seen:
+            continue
+        seen.add((path, method.qualified_name))
+        unit = script.classes[sub.qualified_name][1]
+        tree = FunctionTree(method, unit, path, resolver=resolver, cls=sub)
+        reported: set[tuple[str, int]] = set()  # an inlined callee's if once, whatever its call sites
+        for t in [tree] + tree.inlined:
+            for node in t.ifs:
+                if node.stmt is not None and (t.fn.qualified_name, node.stmt.span.start) not in reported:
+                    reported.add((t.fn.qualified_name, node.stmt.span.start))
+                    answer = _if_diff([node], [], t, None, script.origins, False, None)
+                    out.append(answer.model_copy(update={"reason": "not_called"}))
+        for e in tree.events + [e for callee in tree.inlined for e in callee.events]:
+            if e.call.kind == "submodule" and not e.opaque and e.call.receiver:
+                queue.append((path, sub, LostCall(
+                    module=path, function=method.qualified_name, path=unit.code_file.path, call=e.label,
+                    receiver=e.call.receiver, method=e.call.method, line=e.call.span.line)))
+    return out
 
 
 def summarize(report_ifs: list[IfDiff], lost: list, loops: list, baked: list) -> dict[str, int]:
@@ -652,6 +825,8 @@ def summarize(report_ifs: list[IfDiff], lost: list, loops: list, baked: list) ->
         "lost_calls": len(lost),
         "unrolled_loops": sum(1 for lp in loops if not lp.kept and lp.iterations),
         "baked_constants": len(baked),
+        # ifs that abstain because the script text does not describe the traced run there
+        "not_described": sum(i.reason == "not_described" for i in report_ifs),
     }
 
 
@@ -673,6 +848,7 @@ def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "
     if s_top is None:
         raise InputError(script.path, f"no function {method!r} (or an overload of it) in the script input")
     results: list[FunctionDiff] = []
+    uncalled: list[tuple[str, ClassDef, LostCall]] = []  # (module, its script class, a call it never made)
     queue = [("self", s_top, t_top)]
     seen: set[tuple[str, str]] = set()
     resolver = _resolver(script)
@@ -683,8 +859,10 @@ def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "
         seen.add((module, s_fn.name))
         t_tree = trace_tree(t_fn, t_unit, module)
         tree = FunctionTree(s_fn, s_unit, module, resolver=resolver, cls=s_cls, keep=kept_functions(t_tree))
-        result = diff_functions(tree, t_fn, t_unit, t_tree=t_tree, script=script)
+        result = diff_functions(tree, t_fn, t_unit, t_tree=t_tree, script=script, constants=trace.constants)
         results.append(result)
+        if recurse and s_cls is not None:
+            uncalled.extend((module, s_cls, lost) for lost in result.lost_calls)
         if not recurse or s_cls is None or t_cls is None:
             continue
         for event, t_call in result.matched:
@@ -707,6 +885,8 @@ def diff(script: Union[Side, str, "os.PathLike[str]"], trace: Union[Side, str, "
                 (t_m, trace.classes[t_sub.qualified_name][1], t_sub),
             ))
     ifs = [i for r in results for i in r.ifs]
+    if not _mismatch(results[0], script, trace):
+        ifs += _not_called(script, uncalled, resolver)
     lost = [c for r in results for c in r.lost_calls]
     loops = [lp for r in results for lp in r.unrolled_loops]
     baked = [b for r in results for b in r.baked_constants]

@@ -108,7 +108,9 @@ class Event:
         if self.weak or self.dead or self.maybe_dead:
             return False
         if self.call.kind == "function":
-            return self.label.startswith(LIBRARY_FUNCTIONS)  # a library function's own operator
+            # a library function's own operator, when present, is evidence; its absence is not:
+            # `F.interpolate` runs `aten::upsample_bilinear2d`, not an operator of its own name
+            return False
         return self.call.kind == "operator" or (self.call.kind == "submodule" and not self.opaque)
 
 
@@ -335,10 +337,12 @@ class _Scalars:
     only is then *weak*: a trace never records it.
     """
 
-    def __init__(self, stmts: list[Stmt], fn: Function, text: str, reader: ExpressionReader, names, grammar):
+    def __init__(self, stmts: list[Stmt], fn: Function, text: str, reader: ExpressionReader, names, grammar,
+                 returns: Optional[Callable[[CallExpr], Optional[str]]] = None):
         from ..infer.semantics import shared_semantics
 
         self.text, self.reader, self.sem = text, reader, shared_semantics()
+        self.returns = returns  # the declared return type of a callee whose code the input holds
         defs: dict[str, list] = {}
         items = grammar.expression["items"].match
 
@@ -426,8 +430,11 @@ class _Scalars:
         if isinstance(node, CallExpr):
             op = self.operator(node)
             if op is None:  # `uninitialized(int)`: a placeholder the compiler adds, of a scalar type
-                return (_callee_text(node, self.text) == "uninitialized" and len(node.args) == 1
-                        and self.text[node.args[0].start:node.args[0].end] in _SCALAR_TYPES)
+                if (_callee_text(node, self.text) == "uninitialized" and len(node.args) == 1
+                        and self.text[node.args[0].start:node.args[0].end] in _SCALAR_TYPES):
+                    return True
+                # a compiled function or method declared to return one (`_get_no_batch_dim() -> int`)
+                return self.returns is not None and self.returns(node) in _SCALAR_TYPES
             if op in SCALAR_RESULTS:
                 return True
             return self.weak_call(node, op)
@@ -493,10 +500,20 @@ class FunctionTree:
             self._weak_names = _condition_only(stmt.body, unit.text, names)
             if not trace:
                 self._dead, self._maybe_dead = _liveness(stmt.body, unit.text, names)
-            self._scalars = _Scalars(stmt.body, fn, unit.text, self.reader, names, self.grammar)
+            self._scalars = _Scalars(stmt.body, fn, unit.text, self.reader, names, self.grammar, self._returns)
             self.items = self._block(stmt.body)
         else:  # the def was not found again: a flat list of its calls
             self.items = self._simple(list(fn.calls), False)
+
+    def _returns(self, node: CallExpr) -> Optional[str]:
+        """The declared return type of the callee of ``node``, when the input holds its code."""
+        if self.resolver is None:
+            return None
+        call = next((c for c in self._calls if c.span.start == node.start and c.span.end == node.end), None)
+        if call is None or call.kind not in ("function", "self_method", "submodule"):
+            return None
+        found = self.resolver(call, self)
+        return found[0].signature.returns if found is not None else None
 
     def _find_def(self, stmts: list[Stmt]) -> Optional[Stmt]:
         for s in stmts:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from ..parse.expressions import CallExpr, ExpressionReader, Name
+from ..parse.expressions import Attr, CallExpr, Const, ExpressionReader, Name
 from .events import RAISE, UNUSED_STUB, Event, IfNode, LoopNode, _events_in
 
-__all__ = ["must_tell", "may_tell", "raises", "tracing_value", "classify_run", "telling_labels"]
+__all__ = ["must_tell", "may_tell", "raises", "tracing_value", "classify_run", "telling_labels", "LiteralCheck"]
 
 # Callee names (last dotted part) whose value inside a trace is known.
 TRACING_TRUE = frozenset({"is_tracing", "_is_tracing", "_get_tracing_state"})
@@ -117,8 +117,8 @@ def classify_run(node: IfNode, branch: str, matched: bool) -> tuple[str, str]:
         return branch, "absent"
     if chosen_must and not other_must:
         return ("else" if branch == "then" else "then"), "absent"
-    if other_must and chosen_must:
-        return "neither", "no_evidence"
+    if other_must and chosen_must:  # the path reached the `if`: one branch ran, whatever the trace lacks
+        return "unknown", "no_evidence"
     if may_tell(chosen) or may_tell(other):
         return "ambiguous", "no_evidence"
     return "unknown", "no_evidence"
@@ -132,3 +132,79 @@ def loop_bodies(items: Iterable) -> Iterable[LoopNode]:
         elif isinstance(item, IfNode):
             yield from loop_bodies(item.then)
             yield from loop_bodies(item.orelse)
+
+
+_CONSTANTS = "CONSTANTS"
+
+
+def _number(node) -> Optional[object]:
+    """The value of a number literal (``2``, ``0.5``, ``-1``), else None."""
+    if not isinstance(node, Const) or node.kind != "number":
+        return None
+    for convert in (int, float):
+        try:
+            return convert(node.text)
+        except ValueError:
+            continue
+    return None
+
+
+def _arguments(node: CallExpr) -> list[tuple[object, object]]:
+    """``(position or keyword, argument)`` of a call."""
+    return [*enumerate(node.args), *node.keywords]
+
+
+class LiteralCheck:
+    """Whether a script event may stand for a trace event, given their literals.
+
+    A trace holds the Python numbers it met as tensor constants (``torch.mul(x, CONSTANTS.c0)``);
+    from an archive their stored values are known (:mod:`codeparse.archive.constants`).  A number
+    literal of the script at the same argument that differs from the stored value refuses the
+    match: ``x * 3`` did not make a trace's ``mul`` by ``tensor(2)``.  A value not known (``.code``
+    text, a constant left unread, anything but a number literal in the script) never refuses.
+    """
+
+    def __init__(self, trace_values: list[dict], script_literals: dict[int, dict]):
+        self.trace_values = trace_values  # per trace event: argument -> stored value
+        self.script_literals = script_literals  # per script event index: argument -> literal value
+
+    @classmethod
+    def build(cls, trace_trees: list, trace_events: list[Event], script_trees: list,
+              constants: dict) -> Optional["LiteralCheck"]:
+        """The check for one aligned pair, or None when no trace event has a known constant."""
+        if not constants:
+            return None
+        trace_values: list[dict] = []
+        for event in trace_events:
+            values: dict = {}
+            node = trace_trees[0].reader.read(event.call.span.start, event.call.span.end) \
+                if event.call.kind == "operator" else None
+            if isinstance(node, CallExpr):
+                for key, arg in _arguments(node):
+                    if isinstance(arg, Attr) and isinstance(arg.value, Name) and arg.value.id == _CONSTANTS:
+                        found = constants.get(arg.attr)
+                        if found is not None and found.scalar is not None and not isinstance(found.scalar, bool):
+                            values[key] = found.scalar
+            trace_values.append(values)
+        if not any(trace_values):
+            return None
+        literals: dict[int, dict] = {}
+        for tree in script_trees:
+            for event in tree.events:
+                if event.call.kind != "operator":
+                    continue
+                node = tree.reader.read(event.call.span.start, event.call.span.end)
+                if isinstance(node, CallExpr):
+                    found = {key: v for key, arg in _arguments(node) if (v := _number(arg)) is not None}
+                    if found:
+                        literals[event.index] = found
+        return cls(trace_values, literals)
+
+    def __call__(self, event: Event, trace_index: int) -> bool:
+        values = self.trace_values[trace_index]
+        if not values:
+            return True
+        literals = self.script_literals.get(event.index)
+        if not literals:
+            return True
+        return all(literals[key] == value for key, value in values.items() if key in literals)

@@ -57,6 +57,8 @@ class Side:
     functions: list[tuple[Function, Unit]] = field(default_factory=list)  # top-level defs
     # code file path -> line -> original source line (archives with debug info)
     origins: dict[str, dict[int, SourceLocation]] = field(default_factory=dict)
+    # CONSTANTS.cN -> its stored value (archives: codeparse.archive.constants)
+    constants: dict = field(default_factory=dict)
 
     def index(self) -> "Side":
         for unit in self.units:
@@ -142,6 +144,7 @@ def _root_class(side: Side) -> Optional[str]:
 def _archive_side(path: str) -> Side:
     """An archive's code entries, through the archive reader (:mod:`codeparse.archive.torchscript`):
     it bounds what it inflates and names the root class from ``data.pkl`` (never unpickled)."""
+    from ..archive.constants import archive_constants
     from ..archive.torchscript import archive_code_files, open_archive
 
     units = [Unit(cf, text) for cf, text in archive_code_files(path)]
@@ -150,6 +153,7 @@ def _archive_side(path: str) -> Side:
     if archive.root_class in side.classes:
         side.root = archive.root_class
     side.origins = archive.source_map
+    side.constants = archive_constants(path)
     return side
 
 
