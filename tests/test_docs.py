@@ -141,3 +141,27 @@ def test_readme_links_the_pictures_of_the_built_site():
         assert f"](docs/{name})" in README, name
         data = (ROOT / "docs" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) <= 200 * 1024, name
+
+
+# Console blocks run by a test of their own (a shell pipeline), by page: a text each holds.
+RUN_ELSEWHERE = {"docs/getting-started.md": ["/tmp/bad.code"]}  # tests/test_readme.py
+
+
+def test_no_console_output_is_typed_by_hand():
+    """Every console block of README.md and the pages is written by scripts/docs_examples.py
+    (a marker before it), or is one `$ codeparse ...` command that tests/test_readme.py runs
+    and compares, or is listed in RUN_ELSEWHERE."""
+    typed = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        page = str(doc.relative_to(ROOT))
+        text = doc.read_text(encoding="utf-8")
+        for before, block in re.findall(r"^([^\n]*)\n```console\n(.*?)```", text, flags=re.S | re.M):
+            first = block.partition("\n")[0]
+            if before.startswith("<!-- example "):
+                continue
+            if first.startswith("$ codeparse ") and not any(c in first for c in "|;>#"):
+                continue
+            if any(needle in block for needle in RUN_ELSEWHERE.get(page, [])):
+                continue
+            typed.append(f"{page}: {first}")
+    assert typed == []
