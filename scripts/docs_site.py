@@ -187,8 +187,9 @@ _ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):(?P<code><code>)
 
 
 def _codes():
-    module = _first_module("codeparse.contract.codes", "codeparse.contract.codes")
-    return module.CODES
+    from codeparse.contract.codes import CODES
+
+    return CODES
 
 
 def _cli_main():
@@ -210,15 +211,6 @@ def _cli_group():
     if len(groups) != 1:
         raise RuntimeError(f"{module.__name__} holds {len(groups)} click groups, not one")
     return module.__name__, groups[0]
-
-
-def _first_module(*names: str):
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ImportError(f"none of {names} can be imported")
 
 
 def _schema(model: str) -> str:

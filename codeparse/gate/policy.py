@@ -134,7 +134,7 @@ def _codes(values: Iterable[str], where: str) -> list[str]:
         if not code:
             continue
         if not any(c.startswith(code) for c in CODES):
-            raise PolicyError(f"{where}: {raw!r} matches no finding code (see docs/findings.md)")
+            raise PolicyError(f"{where}: {raw!r} matches no finding code (see docs/rules.md)")
         out.append(code)
     return out
 
