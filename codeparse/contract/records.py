@@ -13,14 +13,14 @@ that data; :func:`codeparse.check` builds its models at the library boundary
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional, Sequence
 
 from .defaults import POLICY_DEFAULTS
 from .views import Data
 if TYPE_CHECKING:  # the models import pydantic: built only for a Python caller (check, check_input)
     from .check import Policy, Report
 
-__all__ = ["Limits", "Record", "finding", "input_report", "report", "report_model", "input_model", "policy_model", "limits_of", "dumps", "indented_json"]
+__all__ = ["Limits", "Record", "Checked", "finding", "input_report", "report", "report_model", "input_model", "policy_model", "limits_of", "dumps", "indented_json"]
 
 
 class Limits:
@@ -97,6 +97,21 @@ def finding(d: dict, origin: Optional[dict] = None) -> dict:
         "sources": get("sources") or [], "related": get("related") or [], "library": get("library", False),
         "guards": get("guards") or [],
     }
+
+
+class Checked(NamedTuple):
+    """What checking one input found, before the policy selects its findings.  Every path
+    of the check (code text, archive, other model file, an input that cannot be read)
+    gives one; the check core turns it into the input's report once
+    (:func:`codeparse.gate.run.reported`)."""
+
+    kind: str  # InputReport.kind
+    readable: bool
+    findings: Sequence[dict] = ()  # findings as plain data (:func:`finding`)
+    files: int = 0
+    branches: int = 0
+    pickles: Optional[list] = None
+    export: Optional[dict] = None  # the export verdict, under ``--target export``
 
 
 def input_report(path: str, kind: str, readable: bool, files: int = 0, branches: int = 0,

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from ..contract.codes import diagnostic
 from ..contract.records import (
+    Checked,
     Limits,
     finding as plain_finding,
     input_report,
@@ -83,23 +84,33 @@ def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: O
                scan_only: bool = False, cache: Any = None) -> dict:
     """:func:`check_input` as plain data (``InputReport.model_dump(mode="json")``): what
     ``check`` runs for each input, in its worker process."""
+    return reported(path, _checked(path, policy, problem, data, scan_only, cache), policy)
+
+
+def reported(path: str, checked: Checked, policy: Any) -> dict:
+    """The report of one input (plain data) from what checking it found: the findings the
+    policy selects, or, for an input that could not be read, every finding (they say why)."""
+    findings = _filter(checked.findings, policy, force=not checked.readable)
+    return input_report(path, checked.kind, checked.readable, checked.files, checked.branches, findings,
+                        checked.pickles, checked.export)
+
+
+def _checked(path: str, policy: Limits, problem: Optional[str], data: Optional[bytes], scan_only: bool,
+             cache: Any) -> Checked:
+    """Check one input: by the problem met when it was listed, by its bytes, or by its name."""
     if problem == NOT_A_MODEL:
-        return input_report(path, "other", True)
+        return Checked("other", True)
     if problem is not None and problem.startswith(OUTSIDE_TREE):
         target = problem[len(OUTSIDE_TREE):]
-        return input_report(path, "other", True,
-                            findings=_filter([_whole("CP342", path, link=path, target=target)], policy))
+        return Checked("other", True, [_whole("CP342", path, link=path, target=target)])
     if problem is not None:
-        return input_report(path, "code", False,
-                            findings=_filter([_whole("CP301", path, reason=problem)], policy, force=True))
+        return Checked("code", False, [_whole("CP301", path, reason=problem)])
     if path == "-" and data is None:
         data = read_stdin()
     if scan_only:
         from ..pickles.scan import scan_only as scan
 
-        report = scan(path, policy, data)
-        report["findings"] = _filter(report["findings"], policy, force=not report["readable"])
-        return report
+        return scan(path, policy, data)
     kind = input_kind(path, data, policy, keep=True)
     opened = kind.opened if kind is not None else None
     try:
@@ -111,29 +122,24 @@ def input_data(path: str, policy: Limits, problem: Optional[str] = None, data: O
 
 
 def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cache: Any,
-                opened: Optional[tuple]) -> dict:
+                opened: Optional[tuple]) -> Checked:
     from ..contract.errors import InputError
     from ..files.zipread import is_archive_path
 
     if kind is not None and kind.kind not in ("torchscript", "other"):
         from ..pickles.scan import scan_input
 
-        report = scan_input(path, kind, policy, data)
-        report["findings"] = _filter(report["findings"], policy, force=not report["readable"])
-        return report
+        return scan_input(path, kind, policy, data)
     if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
         try:
-            if policy.target != "export":
-                return _check_archive(path, policy, cache, data, opened)
-            return _check_archive_export(path, policy, cache, data, opened)
+            return _check_archive(path, policy, cache, data, opened)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
-            return input_report(path, "archive", False,
-                                findings=_filter([plain_finding(finding)], policy, force=True))
+            return Checked("archive", False, [plain_finding(finding)])
     return _check_code(path, policy, data)
 
 
-def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> dict:
+def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> Checked:
     """One code text (a ``.code`` file, standard input)."""
     from ..contract.errors import InputError
     from ..text.reader import parse_bytes, parse_file
@@ -150,12 +156,16 @@ def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> dict:
             finding = diagnostic("CP344", path, None, size=f"more than {policy.max_entry_bytes}",
                                  limit=policy.max_entry_bytes)
         found = plain_finding(finding) if finding else _whole(exc.code, path, reason=exc.message)
-        return input_report(path, "code", False, findings=_filter([found], policy, force=True))
-    return code_report(path, policy, code_file)
+        return Checked("code", False, [found])
+    return _code_checked(path, policy, code_file)
 
 
 def code_report(path: str, policy: Limits, code_file: dict) -> dict:
     """The input report of one code text parsed (plain data; also used by ``codeparse report``)."""
+    return reported(path, _code_checked(path, policy, code_file), policy)
+
+
+def _code_checked(path: str, policy: Limits, code_file: dict) -> Checked:
     from ..text.program import condition_finding
 
     findings = [plain_finding(d) for d in code_file["diagnostics"]]
@@ -173,15 +183,14 @@ def code_report(path: str, policy: Limits, code_file: dict) -> dict:
     else:
         findings.extend(ifs)
     findings.sort(key=lambda f: f["span"]["start"] if f["span"] else -1)
-    return input_report(path, "code", True, files=1, branches=len(ifs), findings=_filter(findings, policy),
-                        export=verdict)
+    return Checked("code", True, findings, files=1, branches=len(ifs), export=verdict)
 
 
 def archive_report(path: str, archive: Any, extras: dict, policy: Any) -> InputReport:
     """The report of an archive already read (``read_archive(..., extras=extras)``): its
     findings under the policy's target and selection, and the export verdict (for
     ``codeparse report``, which shows the archive itself besides; ``check`` reads the
-    archive as plain data: :func:`_check_archive_export`)."""
+    archive as plain data: :func:`archive_data`)."""
     from ..contract.records import input_model
 
     live = sum(1 for b in archive.branches if b.reachable)
@@ -193,8 +202,8 @@ def archive_report(path: str, archive: Any, extras: dict, policy: Any) -> InputR
         findings = _with_export(findings, [f.model_dump(mode="json") for f in found],
                                 [cf.path for cf in archive.files])
         verdict = verdict.model_dump(mode="json")
-    return input_model(input_report(path, "archive", True, files=len(archive.files), branches=live,
-                                    findings=_filter(findings, policy), export=verdict))
+    checked = Checked("archive", True, findings, files=len(archive.files), branches=live, export=verdict)
+    return input_model(reported(path, checked, policy))
 
 
 def _with_export(findings: list[dict], export: list[dict], order: list[str]) -> list[dict]:
@@ -208,29 +217,52 @@ def _with_export(findings: list[dict], export: list[dict], order: list[str]) -> 
     return sorted(merged, key=lambda f: (rank.get(f["path"], -1), f["span"]["start"] if f["span"] else -1))
 
 
-def _check_archive_export(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,
-                          opened: Optional[tuple] = None) -> dict:
-    """One archive under ``--target export`` (:func:`archive_export_report`)."""
+def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,
+                   opened: Optional[tuple] = None) -> Checked:
+    """One archive, read as :func:`archive_data` reads it."""
     from ..archive.torchscript import reading_archive
     from ..text.cache import EntryCache
 
     if cache is None:
         cache = EntryCache()
     with reading_archive(path, policy, None, data, cache, opened) as opened:
-        opened.keep_line_maps = True  # export locates its findings by offset
-        return archive_export_report(path, opened, policy)[0]
+        return _archive_checked(opened, policy, cache)[0]
 
 
-def archive_export_report(path: str, opened: Any, policy: Any) -> tuple[dict, Any]:
-    """The ``--target export`` report of an archive open for reading, with ``keep_line_maps``
-    (:func:`codeparse.archive.torchscript.reading_archive`), as plain data, and its resolved program
-    (:class:`codeparse.text.program.Analysis`); the findings of :func:`archive_report`, without
-    building a model.  As on the trace target, a file's debug info is read only when one
-    of its findings asks where it was printed from (an export finding is located at its
-    offset), so problems with debug info are reported for the debug info that is read."""
+def archive_data(path: str, opened: Any, policy: Any, cache: Any = None) -> tuple[dict, Any]:
+    """The report of an archive open for reading (:func:`codeparse.archive.torchscript.reading_archive`),
+    as plain data, and its resolved program (:class:`codeparse.text.program.Analysis`): the
+    one reading of an archive that ``check`` and ``codeparse report`` share.  With ``cache``
+    (``check``), a program stored for the same entries is taken from it, and the analysis
+    is then None."""
+    checked, analysis = _archive_checked(opened, policy, cache)
+    return reported(path, checked, policy), analysis
+
+
+def _archive_checked(opened: Any, policy: Any, cache: Any) -> tuple[Checked, Any]:
+    """Each entry parsed once, the program resolved, and only the selected findings built.
+
+    Debug info is read for a code file only when a selected finding of that file asks
+    for its origin (under ``--target export``, an export finding is located at its
+    offset); so problems with a ``.debug_pkl`` (CP314, CP315) are reported for the debug
+    info that is read (all of it, when the caller read every origin first: the report).
+    ``open_archive`` reads all of it."""
+    if policy.target == "export":
+        return _archive_export_checked(opened, policy)
+    program, analysis = _program(opened, cache)
+    per_file = _located(opened, program["per_file"], policy)
+    head = opened.findings + program["parse_findings"] + opened.debug_findings() + opened.tail_findings()
+    findings = _head_findings(head, policy) + per_file
+    return Checked("archive", True, findings, files=program["files"], branches=program["live"]), analysis
+
+
+def _archive_export_checked(opened: Any, policy: Any) -> tuple[Checked, Any]:
+    """An archive under ``--target export``: the export findings and verdict take the
+    place of the condition findings (CP201-CP208)."""
     from ..rules.export import archive_export_data, archive_locate
     from ..text.program import analyse
 
+    opened.keep_line_maps = True  # export locates its findings by offset
     files = opened.files
     analysis = analyse(files, opened.root_class(), condition_findings=False)  # export's findings take their place
 
@@ -244,9 +276,7 @@ def archive_export_report(path: str, opened: Any, policy: Any) -> tuple[dict, An
     head = opened.findings + opened.debug_findings() + opened.tail_findings()
     findings = _with_export(_head_findings(head, policy) + per_file, found, [cf["path"] for cf in files])
     live = sum(1 for c in analysis.conditions if c[3])
-    report = input_report(path, "archive", True, files=len(files), branches=live, findings=_filter(findings, policy),
-                          export=verdict)
-    return report, analysis
+    return Checked("archive", True, findings, files=len(files), branches=live, export=verdict), analysis
 
 
 def _located(opened: Any, per_file: Iterable[tuple[str, list[dict]]], policy: Any) -> list[dict]:
@@ -271,40 +301,20 @@ def _head_findings(head: Iterable[dict], policy: Any) -> list[dict]:
     return [to_finding(d) for d in head if selected(d["code"], policy)]
 
 
-def _check_archive(path: str, policy: Limits, cache: Any, data: Optional[bytes] = None,
-                   opened: Optional[tuple] = None) -> dict:
-    """One archive: each entry parsed once, the program resolved, and only the selected
-    findings built.
-
-    Debug info is read for a code file only when a selected finding of that file asks
-    for its origin; so problems with a ``.debug_pkl`` (CP314, CP315) are reported for
-    the debug info that is read.  ``open_archive`` reads all of it.
-    """
-    from ..archive.torchscript import reading_archive
-    from ..text.cache import EntryCache
-
-    if cache is None:
-        cache = EntryCache()
-    with reading_archive(path, policy, None, data, cache, opened) as opened:
-        program = _program(opened, cache)
-        per_file = _located(opened, program["per_file"], policy)
-        head = opened.findings + program["parse_findings"] + opened.debug_findings() + opened.tail_findings()
-    findings = _head_findings(head, policy) + per_file
-    return input_report(path, "archive", True, files=program["files"], branches=program["live"], findings=findings)
-
-
-def _program(opened: Any, cache: Any) -> dict:
+def _program(opened: Any, cache: Any) -> tuple[dict, Any]:
     """The resolved program of an open archive: its file count, live ``if`` count, the
     findings of entries that are not code and each file's findings (diagnostic dicts, by
-    position).  From the content cache when every code entry, the root class and the
-    layout are those of a stored run (paths are stored relative to the archive)."""
+    position), with the :class:`~codeparse.text.program.Analysis` they come from.  From
+    the content cache (and then without the analysis) when every code entry, the root
+    class and the layout are those of a stored run (paths are stored relative to the
+    archive)."""
     from ..text.reader import module_name_for
     from ..text.program import analyse
 
     root_class = opened.root_class()
     key = None
     prefix = opened.path + "!"
-    if not opened.legacy:
+    if cache is not None and not opened.legacy:
         parts = [opened.layout, root_class or ""]
         for display, data in opened.code:
             parts += [display[len(prefix):], cache.key(data, None, module_name_for(display))]
@@ -316,7 +326,8 @@ def _program(opened: Any, cache: Any) -> dict:
 
             return {"files": stored["files"], "live": stored["live"],
                     "parse_findings": [here(d) for d in stored["parse_findings"]],
-                    "per_file": [(prefix + name, [here(d) for d in found]) for name, found in stored["per_file"]]}
+                    "per_file": [(prefix + name, [here(d) for d in found])
+                                 for name, found in stored["per_file"]]}, None
     before = len(opened.findings)
     files = opened.files
     # Findings of entries that are not code text (parse_program): kept apart, for the cache.
@@ -334,7 +345,7 @@ def _program(opened: Any, cache: Any) -> dict:
                                 "parse_findings": [rel(d) for d in parse_findings],
                                 "per_file": [(cf["path"][len(prefix):], [rel(d) for d in found])
                                              for cf, (_, found) in zip(files, result["per_file"])]})
-    return result
+    return result, analysis
 
 
 def _filter(findings: Iterable[dict], policy: Any, force: bool = False) -> list[dict]:

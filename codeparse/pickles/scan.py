@@ -20,7 +20,7 @@ import os
 from typing import Any, Iterable, Optional
 
 from ..contract.codes import diagnostic
-from ..contract.records import finding as _finding, input_report
+from ..contract.records import Checked, finding as _finding
 from ..files.filekind import FileKind, looks_like_pickle, parse_lfs_pointer
 from .picklescan import PickleScan, pickle_findings, scan_stream
 
@@ -131,8 +131,8 @@ def _content(scans: list[PickleScan]) -> str:
     return "state dict or tensors"
 
 
-def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = None) -> dict:
-    """The report of a checkpoint, plain pickle, ``.pt2`` or LFS pointer (never raises for bad input)."""
+def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = None) -> Checked:
+    """What a checkpoint, plain pickle, ``.pt2`` or LFS pointer holds (never raises for bad input)."""
     from ..contract.errors import InputError
     from ..files.zipread import open_zip
 
@@ -144,18 +144,17 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
             reader, _count = open_zip(path, policy, data)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or whole(exc.code, reason=exc.message)
-            return input_report(path, "archive", False, findings=[_finding(finding)])
+            return Checked("archive", False, findings=[_finding(finding)])
         try:
             scans, refused = archive_pickle_scans(reader)
             out = [*reader.findings, *refused, *pickle_findings(path, scans)]
         finally:
             reader._zf.close()
-        return input_report(path, "archive", True, pickles=pickle_reports(scans),
-                           findings=[_finding(f) for f in out])
+        return Checked("archive", True, pickles=pickle_reports(scans), findings=[_finding(f) for f in out])
     if kind.kind == "lfs_pointer":
         raw = data if data is not None else _head(path, 1024)
         oid, size = parse_lfs_pointer(raw)
-        return input_report(path, "lfs_pointer", True, findings=[_finding(whole("CP322", oid=oid, size=size))])
+        return Checked("lfs_pointer", True, findings=[_finding(whole("CP322", oid=oid, size=size))])
     findings: list[dict] = []
     scans: list[PickleScan] = []
     if kind.kind == "pickle" or kind.detail == "legacy":
@@ -170,7 +169,7 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
             reader, _count = open_zip(path, policy, data)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or whole(exc.code, reason=exc.message)
-            return input_report(path, kind.kind, False, findings=[_finding(finding)])
+            return Checked(kind.kind, False, findings=[_finding(finding)])
         try:
             findings.extend(reader.findings)
             scans, refused = archive_pickle_scans(reader)
@@ -183,11 +182,10 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
         content += ", legacy format"
     summary = whole(code, content=content, pickles=len(scans), globals=len({g for s in scans for g in s.globals}))
     out = [summary, *findings, *pickle_findings(path, scans)]
-    return input_report(path, kind.kind, True, pickles=pickle_reports(scans),
-                       findings=[_finding(f) for f in out])
+    return Checked(kind.kind, True, pickles=pickle_reports(scans), findings=[_finding(f) for f in out])
 
 
-def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> dict:
+def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> Checked:
     """``codeparse scan``: the pickle checks alone, for any input (CP304 when it is no model file)."""
     from ..files.filekind import recognize, recognize_bytes
 
@@ -195,10 +193,10 @@ def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> dict:
         kind = recognize_bytes(data, policy.max_entries) if data is not None else recognize(path, policy.max_entries)
     except OSError as exc:
         finding = diagnostic("CP301", path, None, reason=exc.strerror or str(exc))
-        return input_report(path, "other", False, findings=[_finding(finding)])
+        return Checked("other", False, findings=[_finding(finding)])
     if kind.kind == "other":
         finding = diagnostic("CP304", path, None, reason="not a model file that holds pickles")
-        return input_report(path, "other", False, findings=[_finding(finding)])
+        return Checked("other", False, findings=[_finding(finding)])
     return scan_input(path, kind, policy, data)
 
 

@@ -280,33 +280,20 @@ class _Archive:
 
 
 def _read_archive(path: str, policy: Any, zipped: Optional[tuple]) -> _Archive:
-    """One archive read as ``check`` reads it (each code entry parsed once, as plain data,
-    the program resolved by :func:`codeparse.text.program.analyse`), and besides every
-    ``.debug_pkl`` (as :func:`codeparse.archive.torchscript.read_archive` reads them: the page shows the
-    original line of every ``if`` and loop), the code texts and the entry sizes; under
-    ``--target export``, ``check``'s own export report of it
-    (:func:`codeparse.gate.run.archive_export_report`).  Raises :class:`codeparse.InputError`."""
+    """One archive read as ``check`` reads it (:func:`codeparse.gate.run.archive_data`: each
+    code entry parsed once, as plain data, the program resolved), after every ``.debug_pkl``
+    (as :func:`codeparse.archive.torchscript.read_archive` reads them: the page shows the
+    original line of every ``if`` and loop), with the code texts and the entry sizes.
+    Raises :class:`codeparse.InputError`."""
     from ..archive.torchscript import reading_archive
+    from ..gate.run import archive_data
     from ..text.cache import EntryCache
-    from ..gate.run import archive_export_report
-    from ..gate.policy import selected
-    from ..contract.records import input_report
-    from ..text.program import all_findings, analyse
 
     with reading_archive(path, policy, None, None, EntryCache(), zipped) as opened:
         opened.keep_line_maps = True
         files = opened.files
         origins = opened.every_origin()
-        if policy.target == "export":
-            report, analysis = archive_export_report(path, opened, policy)
-        else:
-            head = opened.findings + opened.debug_findings()
-            analysis = analyse(files, opened.root_class())
-            head.extend(opened.tail_findings())
-            found = all_findings(analysis, files, head, origins)
-            live = sum(1 for c in analysis.conditions if c[3])
-            report = input_report(path, "archive", True, files=len(files), branches=live,
-                                  findings=[f for f in found if selected(f["code"], policy)])
+        report, analysis = archive_data(path, opened, policy)
         texts, line_text, sizes = _sources(opened, files)
         return _Archive(report=report, files=files, analysis=analysis, origins=origins, texts=texts,
                         line_text=line_text, sizes=sizes, layout=opened.layout, version=opened.version,
