@@ -88,7 +88,7 @@ def module(*names):
         except ImportError:
             pass
     raise ImportError(names)
-operators = module("codeparse.infer.operators", "codeparse.infer.operators")
+operators = module("codeparse.infer.operators", "codeparse.operators")
 linear = {}
 with tempfile.TemporaryDirectory() as tmp:
     policy = codeparse.Policy()
@@ -107,7 +107,7 @@ with tempfile.TemporaryDirectory() as tmp:
             linear.setdefault(name, []).append(best(fn) / size * 1e6)
 
 def clear_params():
-    for name in ("codeparse.text.extract", "codeparse.text.extract"):
+    for name in ("codeparse.text.extract", "codeparse.extract"):
         try:
             importlib.import_module(name)._PARAMS.clear()
         except (ImportError, AttributeError):
