@@ -86,11 +86,31 @@ def _number(groups: dict, name: str) -> int:
     return number
 
 
-class _RuleMatch:
+class _MatchView:
+    """A match read through another (``_m``): ``start``, ``end`` and ``string`` from the
+    view's own ``span``."""
+
+    __slots__ = ("_m",)
+
+    def span(self, name: Any = 0) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def start(self, name: Any = 0) -> int:
+        return self.span(name)[0]
+
+    def end(self, name: Any = 0) -> int:
+        return self.span(name)[1]
+
+    @property
+    def string(self) -> str:
+        return self._m.string
+
+
+class _RuleMatch(_MatchView):
     """One rule's named groups within a master pattern's match, read like the rule's own
     match (``group``, ``span``, ``start``, ``end``, ``groupdict``, ``re.groupindex``)."""
 
-    __slots__ = ("_m", "_g")
+    __slots__ = ("_g",)
 
     def __init__(self, match: Any, groups: dict):
         self._m = match
@@ -108,12 +128,6 @@ class _RuleMatch:
             raise IndexError("no such group")
         return self._m.span(number)
 
-    def start(self, name: Any = 0) -> int:
-        return self.span(name)[0]
-
-    def end(self, name: Any = 0) -> int:
-        return self.span(name)[1]
-
     def groupdict(self, default: Any = None) -> dict:
         m = self._m
         return {name: m.group(number) if m.start(number) >= 0 else default for name, number in self._g.items()}
@@ -121,10 +135,6 @@ class _RuleMatch:
     @property
     def re(self) -> "_RuleNames":
         return _RuleNames(self._g)
-
-    @property
-    def string(self) -> str:
-        return self._m.string
 
 
 class _RuleNames:
@@ -136,14 +146,14 @@ class _RuleNames:
         self.groupindex = groups
 
 
-class RepeatedMatch:
+class RepeatedMatch(_MatchView):
     """An ``re`` match of a rule whose group repeats, read as ``regex``'s match of the rule
     reads: ``spans(name)`` and ``captures(name)`` give every capture of a repeated group, in
     order, and ``group``/``span`` its last one.  ``re`` keeps the group's first capture; the
     rule's ``repeat`` pattern for the group matches each further one from the end of the one
     before (as the rule's own loop does), up to ``stop``, when first asked."""
 
-    __slots__ = ("_m", "_repeat", "_stop", "_found")
+    __slots__ = ("_repeat", "_stop", "_found")
 
     def __init__(self, match: Any, repeat: dict, stop: int):
         self._m = match
@@ -191,12 +201,6 @@ class RepeatedMatch:
             return self._m.string[start:end] if start >= 0 else None
         return self._m.group(name)
 
-    def start(self, name: Any = 0) -> int:
-        return self.span(name)[0]
-
-    def end(self, name: Any = 0) -> int:
-        return self.span(name)[1]
-
     def groupdict(self, default: Any = None) -> dict:
         return {name: (value if (value := self.group(name)) is not None else default)
                 for name in self._m.re.groupindex}
@@ -204,10 +208,6 @@ class RepeatedMatch:
     @property
     def re(self) -> Any:
         return self._m.re
-
-    @property
-    def string(self) -> str:
-        return self._m.string
 
 
 class ParseResult:
