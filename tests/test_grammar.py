@@ -51,6 +51,11 @@ def test_unknown_grammar_names_supported_ones():
         ("|(?&type_expr))'", "|(?&no_such_rule))'", r"unknown recursive sub-pattern \(\?&no_such_rule\)"),
         ("""string_quotes = ['"', "'"]""", """string_quotes = ['""']""",
          r"\[lines\]\.string_quotes: each entry is one character"),
+        ("unroll_depth = 4", "unroll_depth = 0", r"\[limits\]\.unroll_depth: a positive integer"),
+        ("repeat = { param = '{PARAM_SEP}(?P<param>{PARAM})' }", "repeat = '{PARAM_SEP}'",
+         r"rule 'def': repeat: a table of group name to pattern"),
+        ("repeat = { param = '{PARAM_SEP}(?P<param>{PARAM})' }", "repeat = { param = '(?P<param>x?)' }",
+         r"rule 'def' repeat\.param: pattern matches the empty string"),
     ],
 )
 def test_bad_grammar_errors_name_file_and_rule(tmp_path, old, new, message):
