@@ -350,19 +350,19 @@ def hostile() -> dict[str, tuple[str, bytes]]:
 
 def _stable_keys(data: bytes) -> bytes:
     """A legacy torch.save stream with its storage keys (memory addresses, as decimal
-    strings) renumbered in order of appearance, at the same length: the same bytes each run."""
+    strings) renumbered in order of appearance: the same bytes each run."""
     import re
 
     keys: dict[bytes, bytes] = {}
 
     def renumber(match: "re.Match[bytes]") -> bytes:
         digits = match.group(2)
-        if len(digits) != match.group(1)[0]:
+        if len(digits) != int.from_bytes(match.group(1), "little"):
             return match.group(0)
-        new = keys.setdefault(digits, str(len(keys)).rjust(len(digits), "0").encode())
-        return b"X" + match.group(1) + b"\x00\x00\x00" + new
+        new = keys.setdefault(digits, str(len(keys)).encode())
+        return b"X" + len(new).to_bytes(4, "little") + new
 
-    return re.sub(rb"X(.)\x00\x00\x00(\d{6,20})", renumber, data, flags=re.S)
+    return re.sub(rb"X(.\x00\x00\x00)(\d{6,20})", renumber, data, flags=re.S)
 
 
 def clean() -> dict[str, bytes]:

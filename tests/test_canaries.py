@@ -94,8 +94,10 @@ def test_padding_past_the_walk_cap_fails_the_gate(tmp_path):
     assert report["exit_code"] != 0 and "CP338" in _codes(report)
 
 
-def test_the_fixtures_are_what_the_generator_writes():
+def test_the_hostile_fixtures_are_what_the_generator_writes():
+    """Byte for byte; the clean twins are torch's output, which depends on the process that
+    wrote it (TorchScript's name-mangling counter), so they are compared by name."""
     built = make_canaries.build()
     assert sorted(built) == sorted(FILES)
-    for name, entry in built.items():
-        assert (CANARIES / name).read_bytes() == entry["bytes"], name
+    for name in HOSTILE:
+        assert (CANARIES / name).read_bytes() == built[name]["bytes"], name

@@ -8,9 +8,13 @@ kind               recognised by
                    or the pre-zip ``PYTORCH1`` container; any file name (``renamed.bin``)
 ``pt2``            a zip whose top folder holds ``archive_format`` or ``models/*.json`` with
                    ``data/`` (``torch.export.save``, AOTInductor packages)
-``checkpoint``     a zip whose top folder holds ``data.pkl`` and no code (``torch.save``), or
-                   the legacy ``torch.save`` stream (a pickle of torch's magic number first)
-``pickle``         any other protocol 2-5 pickle (``\\x80`` then the protocol byte)
+``checkpoint``     a zip whose top folder holds ``data.pkl`` (any case: torch matches names
+                   without it) and no code (``torch.save``), the legacy ``torch.save``
+                   stream (a pickle of torch's magic number first), or a tar (the legacy
+                   tar format: ``torch.load`` tries it first, whatever else the file is)
+``pickle``         any other pickle: protocol 2-5 (``\\x80`` then the protocol byte), or
+                   protocol 0/1 (or behind ``N0``) when a walk of its opcodes reaches ``STOP``
+                   or a global before it fails
 ``lfs_pointer``    a Git LFS pointer file (``version https://git-lfs.github.com/spec/v1``)
 ``other``          anything else (code text included: ``.code`` files are chosen by suffix)
 =================  ===========================================================================
@@ -28,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-__all__ = ["FileKind", "recognize", "recognize_bytes", "MODEL_SUFFIXES", "LFS_MAGIC", "parse_lfs_pointer"]
+__all__ = ["is_pickle", "FileKind", "recognize", "recognize_bytes", "MODEL_SUFFIXES", "LFS_MAGIC", "parse_lfs_pointer", "is_tar"]
 
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 # Suffixes that name model files: in a directory walk, such a file that is no model is
@@ -69,6 +73,22 @@ def _legacy_checkpoint(head: bytes) -> bool:
     return head[2:4] == b"\x8a\x0a" and head[4:14] == magic
 
 
+def is_tar(head: bytes) -> bool:
+    """Whether ``tarfile`` (which ``torch.load`` tries first) reads a header at the start:
+    the header's checksum holds, as ``tarfile`` computes it (unsigned or signed bytes)."""
+    if len(head) < 512:
+        return False
+    field = head[148:156].split(b"\0", 1)[0].strip()
+    try:
+        stored = int(field.decode("ascii") or "x", 8)
+    except ValueError:
+        return False
+    rest = head[:148] + b" " * 8 + head[156:512]
+    unsigned = sum(rest)
+    signed = unsigned - 256 * sum(1 for byte in rest if byte > 127)
+    return stored in (unsigned, signed)
+
+
 def _zip_kind(handle: io.BufferedIOBase, max_entries: int, keep: bool = False) -> FileKind:
     import struct
     import zipfile
@@ -87,6 +107,7 @@ def _zip_kind(handle: io.BufferedIOBase, max_entries: int, keep: bool = False) -
     roots = {n.split("/", 1)[0] for n in names if "/" in n}
     root = next(iter(roots)) if len(roots) == 1 else None
     inner = {n.split("/", 1)[1] for n in names if "/" in n and (root is None or n.startswith(root + "/"))}
+    lowered = {n.lower() for n in inner}
     if any(n.startswith(("code/", ".data/ts_code/")) for n in inner) or inner & {"model.json", "bytecode.pkl"}:
         if keep:
             return FileKind("torchscript", root, opened=(handle, zf))
@@ -95,14 +116,14 @@ def _zip_kind(handle: io.BufferedIOBase, max_entries: int, keep: bool = False) -
     zf.close()
     if "archive_format" in inner or any(n.startswith("models/") and n.endswith(".json") for n in inner):
         return FileKind("pt2", root)
-    if "data.pkl" in inner:
+    if "data.pkl" in lowered:  # torch's reader finds `DATA.PKL` for data.pkl
         return FileKind("checkpoint", root, "zip")
     return FileKind("other", root, "zip")
 
 
 def recognize_bytes(data: bytes, max_entries: int = 50_000) -> FileKind:
     """The kind of a file held in memory (standard input)."""
-    return _recognize(data[:16], lambda: io.BytesIO(data), max_entries)
+    return _recognize(data[:_HEAD], lambda: io.BytesIO(data), max_entries)
 
 
 def recognize(path: str | os.PathLike, max_entries: int = 50_000, keep: bool = False) -> FileKind:
@@ -111,7 +132,7 @@ def recognize(path: str | os.PathLike, max_entries: int = 50_000, keep: bool = F
     ``keep``: a TorchScript zip stays open, read once (``opened``: the caller closes it)."""
     handle = open(path, "rb")
     try:
-        head = handle.read(64)
+        head = handle.read(_HEAD)
         handle.seek(0)
         found = _recognize(head, lambda: handle, max_entries, keep)
     except BaseException:
@@ -122,23 +143,66 @@ def recognize(path: str | os.PathLike, max_entries: int = 50_000, keep: bool = F
     return found
 
 
+_HEAD = 1 << 12  # bytes read to recognise a file (a tar header, the start of a protocol 0 pickle)
+
+
 def _recognize(head: bytes, opener, max_entries: int, keep: bool = False) -> FileKind:
+    """The kind a loader would read the file as, in the order torch.load tries them: a zip
+    (by its first bytes), a tar, then the legacy stream or a pickle; an LFS pointer only
+    when it is none of these."""
     from .zipread import PYTORCH1_MAGIC, ZIP_MAGIC
-    from .filekind import looks_like_pickle
 
     if head[:4] in ZIP_MAGIC:
         return _zip_kind(opener(), max_entries, keep)
     if head.startswith(PYTORCH1_MAGIC):
         return FileKind("torchscript", detail="PYTORCH1")
+    if is_tar(head):
+        return FileKind("checkpoint", detail="legacy tar")
+    if _legacy_checkpoint(head):
+        return FileKind("checkpoint", detail="legacy")
     if head.startswith(LFS_MAGIC):
         return FileKind("lfs_pointer")
-    if looks_like_pickle(head):
-        if _legacy_checkpoint(head):
-            return FileKind("checkpoint", detail="legacy")
+    if is_pickle(head):
         return FileKind("pickle")
     return FileKind("other")
 
 
 def looks_like_pickle(head: bytes) -> bool:
-    """A protocol 2-5 pickle starts with ``PROTO``; protocol 0/1 ones are not guessed."""
+    """A protocol 2-5 pickle starts with ``PROTO``; protocol 0/1 ones are recognised by a walk
+    (:func:`is_pickle`)."""
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+# The first bytes a protocol 0/1 pickle (or one behind opcodes that push and pop) starts with.
+_PICKLE_STARTS = frozenset(b"(}])NIJKLMFGSTUVXcio\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x93\x95")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_GLOBAL_OPS = frozenset(("GLOBAL", "INST"))
+
+
+def is_pickle(data: bytes) -> bool:
+    """Whether ``pickle.loads`` would run something from ``data`` (its first bytes are enough):
+    a protocol 2-5 header, or a walk of its opcodes (:func:`pickletools.genops`, which builds
+    nothing) from the first byte that reaches ``STOP``, a global with a plausible name, or
+    the end of ``data`` before it fails: protocol 0 and 1 pickles have no header, and ``N0``
+    or other opcodes may come first."""
+    import pickletools
+
+    if looks_like_pickle(data[:2]):
+        return True
+    if not data or data[0] not in _PICKLE_STARTS:
+        return False
+    ops = 0
+    try:
+        for op, arg, _pos in pickletools.genops(io.BytesIO(data)):
+            ops += 1
+            if op.name in _GLOBAL_OPS and isinstance(arg, str):
+                module, _, name = arg.partition(" ")
+                if _IDENTIFIER.fullmatch(module) and _IDENTIFIER.fullmatch(name):
+                    return True
+            if op.name == "STOP":
+                return ops > 1
+    except ValueError as exc:  # an unknown opcode or a bad argument; the end of data: maybe
+        return any(w in str(exc) for w in ("exhausted", "but only"))
+    except Exception:  # noqa: BLE001 - anything else genops raises: no pickle
+        return False
+    return True  # the data ends inside a pickle

@@ -99,6 +99,38 @@ def _end_record(handle: io.BufferedReader) -> tuple[int, int, int]:
 _CENTRAL = b"PK\x01\x02"
 
 
+def _ambiguity(handle: io.BufferedReader) -> Optional[str]:
+    """Why readers may see different entries in the zip, or None.  ``zipfile`` (and this
+    reader) takes the central directory that ends where the end record starts; torch's
+    reader (miniz, ``caffe2/serialize/inline_container.cc``) takes the one at the offset
+    the end record stores: they must be the same.  And the bytes after the central
+    directory hold one end record (with its ZIP64 records), not another one in the comment."""
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    tail_size = min(size, 22 + 0xFFFF)
+    handle.seek(size - tail_size)
+    tail = handle.read(tail_size)
+    at = tail.rfind(_EOCD)
+    if at < 0 or len(tail) - at < 22:
+        return None  # no end record: the caller says the zip is damaged
+    cd_size, cd_offset = struct.unpack("<II", tail[at + 12:at + 20])
+    location = size - tail_size + at
+    if at >= 20 and tail[at - 20:at - 16] == _EOCD64_LOCATOR:
+        _sig, _disk, offset, _disks = struct.unpack("<4sIQI", tail[at - 20:at])
+        handle.seek(offset)
+        record = handle.read(56)
+        if record[:4] != b"PK\x06\x06":
+            return None
+        cd_size, cd_offset = struct.unpack("<QQ", record[40:56])
+        location = offset
+    if cd_offset + cd_size != location:
+        return (f"the end record says the central directory starts at byte {cd_offset}, but the one that ends "
+                f"where it starts begins at byte {location - cd_size}")
+    if tail[max(0, location - (size - tail_size)):].count(_EOCD) > 1:
+        return "more than one end-of-archive record follows the central directory"
+    return None
+
+
 def _walked_count(handle: io.BufferedReader, start: int, size: int, limit: int) -> int:
     """Central directory records in ``[start, start + size)``, counted one by one as
     ``zipfile`` will parse them, stopping after ``limit + 1``: the count that holds,
@@ -153,9 +185,14 @@ class ZipReader:
                 self.findings.append(diagnostic("CP312", path, None, entry=info.filename, reason=reason))
                 continue
             self._infos[info.filename] = info
+        folded: dict[str, str] = {}
         for name, count in counts.items():
             if count > 1:
                 self.findings.append(diagnostic("CP320", path, None, entry=name, count=count))
+            other = folded.setdefault(name.lower(), name)
+            if other != name:  # torch's reader finds either for the other's name
+                self.findings.append(diagnostic("CP346", path, None, entry=other, other=name))
+        self._first = zf.infolist()[0].filename if zf.infolist() else ""
         for name, other in _overlaps(zf):
             for refused in (name, other):
                 self._infos.pop(refused, None)
@@ -167,6 +204,10 @@ class ZipReader:
 
     def __contains__(self, name: str) -> bool:
         return name in self._infos
+
+    def first_name(self) -> str:
+        """The first entry of the central directory: torch's reader names the archive after its folder."""
+        return self._first
 
     def display(self, name: str) -> str:
         """``archive!entry``, the path of an entry in findings and CodeFiles."""
@@ -263,6 +304,9 @@ class ZipReader:
             raise
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError,
                 ValueError, struct.error) as exc:
+            if "File name in directory" in str(exc):  # torch's reader goes by the central name alone
+                raise EntryRefused(diagnostic("CP345", self.path, None, reason=f"entry {name}: the local "
+                                              "header names another file than the central directory")) from None
             raise EntryRefused(diagnostic("CP313", self.path, None, entry=name,
                                           reason=one_line(exc))) from None
         self.total += got
@@ -352,6 +396,9 @@ def open_zip(path: str, policy: Policy, data: Optional[bytes] = None,
             raise refuse(path, "CP305", reason=one_line(exc)) from None
         if count > policy.max_entries:
             raise refuse(path, "CP308", count=shown_count, limit=policy.max_entries)
+        ambiguous = _ambiguity(handle)
+        if ambiguous is not None:
+            raise refuse(path, "CP345", reason=ambiguous)
         handle.seek(0)
         try:
             zf = zipfile.ZipFile(handle)

@@ -46,7 +46,7 @@ from ..contract.records import (
     limits_of,
     report as plain_report,
 )
-from ..files.walk import paths_of
+from ..files.walk import not_regular, paths_of
 from .inputs import NOT_A_MODEL, OUTSIDE_TREE, _whole, expand_inputs, matches, read_stdin
 from .policy import fails, load_policy, selected
 
@@ -67,6 +67,23 @@ def input_kind(path: str, data: Optional[bytes], policy: Policy, keep: bool = Fa
         return recognize(path, policy.max_entries, keep)
     except OSError:
         return None  # the readers below say why
+
+
+def _model_target(target: str) -> bool:
+    """Whether a link's target outside the tree is a model file: by its first bytes (never
+    shown) or a model file's suffix; one that cannot be read counts as one."""
+    from ..files.filekind import MODEL_SUFFIXES, recognize
+
+    if os.path.isdir(target):
+        return False
+    if target.lower().endswith(MODEL_SUFFIXES):
+        return True
+    if not os.path.exists(target):
+        return False
+    try:
+        return not_regular(target) is None and recognize(target).kind != "other"
+    except OSError:
+        return True
 
 
 def check_input(path: str, policy: Policy, problem: Optional[str] = None, data: Optional[bytes] = None,
@@ -102,6 +119,8 @@ def _checked(path: str, policy: Limits, problem: Optional[str], data: Optional[b
         return Checked("other", True)
     if problem is not None and problem.startswith(OUTSIDE_TREE):
         target = problem[len(OUTSIDE_TREE):]
+        if _model_target(target):  # a loader follows the link: the gate fails
+            return Checked("other", True, [_whole("CP347", path, link=path, target=target)])
         return Checked("other", True, [_whole("CP342", path, link=path, target=target)])
     if problem is not None:
         return Checked("code", False, [_whole("CP301", path, reason=problem)])

@@ -21,8 +21,9 @@ from typing import Any, Iterable, Optional
 
 from ..contract.codes import diagnostic
 from ..contract.records import Checked, finding as _finding
-from ..files.filekind import FileKind, looks_like_pickle, parse_lfs_pointer
-from .picklescan import PickleScan, pickle_findings, scan_stream
+from ..files.filekind import FileKind, is_pickle, is_tar, looks_like_pickle, parse_lfs_pointer
+from .picklescan import (MAX_PICKLES, PickleScan, pickle_findings, scan_pickle, scan_stream,
+                         verdict)
 
 __all__ = ["scan_input", "scan_only", "archive_pickle_findings", "archive_pickle_scans", "pickle_reports"]
 
@@ -31,16 +32,45 @@ _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
 
 def _pickle_entry(reader: Any, name: str) -> bool:
+    """An entry a loader may unpickle: any name ending in ``.pkl`` (torch matches entry names
+    without regard to case), and pickles under ``extra/``; never ``.debug_pkl`` (read by
+    :mod:`codeparse.debuginfo`) nor tensor data and code."""
     root = reader.root or ""
     inner = name[len(root) + 1:] if root and name.startswith(root + "/") else name
-    if name.endswith(".debug_pkl") or (inner.startswith(("data/", "code/")) and not name.endswith(".pkl")):
+    lower, inner = name.lower(), inner.lower()
+    if lower.endswith(".debug_pkl"):
         return False
-    if name.endswith(".pkl"):
+    if lower.endswith(".pkl"):
         return True
+    if inner.startswith(("data/", "code/")):
+        return False
     if inner.startswith("extra/"):
         head = reader.head(name, 2)
         return head is not None and looks_like_pickle(head)
     return False
+
+
+def torchscript_reader(reader: Any) -> bool:
+    """Whether ``torch.load`` hands the zip to ``torch.jit.load`` (its ``constants.pkl``, under
+    the folder of the first entry, as torch's reader names the archive): its pickles are
+    then read by TorchScript's own unpickler, never by Python's."""
+    root = _torch_root(reader)
+    return bool(root) and f"{root}/constants.pkl" in reader
+
+
+def _torch_root(reader: Any) -> str:
+    first = reader.first_name() if hasattr(reader, "first_name") else (reader.names[0] if reader.names else "")
+    return first.split("/", 1)[0] if "/" in first else ""
+
+
+def _read_by_python(reader: Any, name: str) -> bool:
+    """Whether Python's unpickler reads the entry: ``torch.load`` reads ``<root>/data.pkl``
+    (found without regard to case) of a zip it does not hand to ``torch.jit.load``; every
+    other pickle of a zip is read only by TorchScript's unpickler.  Unsure: Python's."""
+    root = _torch_root(reader)
+    if not root:
+        return True
+    return name.lower() == f"{root}/data.pkl".lower() and not torchscript_reader(reader)
 
 
 def _nested_zip(reader: Any, name: str) -> bool:
@@ -87,7 +117,10 @@ def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "",
             except EntryRefused as exc:
                 refused.append(exc.finding)
                 continue
-            scans.extend(_scan_stream(data, shown, cache))
+            found = _scan_stream(data, shown, cache)
+            for scan in found:
+                scan.jit = not _read_by_python(reader, name)
+            scans.extend(found)
         elif depth < _NESTED_DEPTH and _nested_zip(reader, name):
             try:
                 data = reader.read(name)
@@ -107,19 +140,22 @@ def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "",
 
 
 def archive_pickle_findings(reader: Any, cache: Any = None) -> list[dict]:
-    """CP330-CP332 for the pickles of a TorchScript archive (see the module docs)."""
+    """The pickle findings (CP330-CP338) for the pickles of a TorchScript archive (see the module docs)."""
     scans, refused = archive_pickle_scans(reader, cache=cache)
-    return refused + list(pickle_findings(reader.path, scans))
+    return refused + list(pickle_findings(reader.path, scans, torchscript_reader(reader)))
 
 
-def pickle_reports(scans: Iterable[PickleScan]) -> list[dict]:
-    """Each scan as a ``PickleReport`` (plain data, its ``model_dump(mode="json")``)."""
-    from .picklescan import classify
-
-    return [{"entry": s.entry, "globals": list(s.globals), "opcodes": s.ops,
-             "dangerous": [g for g in s.globals if classify(g) == "dangerous"],
-             "unknown": [g for g in s.globals if g.startswith("<") or classify(g) == "unknown"],
-             "error": s.error} for s in scans]
+def pickle_reports(scans: Iterable[PickleScan], torchscript: bool = False) -> list[dict]:
+    """Each scan as a ``PickleReport`` (plain data, its ``model_dump(mode="json")``):
+    ``dangerous`` the known gadgets, ``unknown`` every other global that is not silent."""
+    out = []
+    for s in scans:
+        kinds = {g: verdict(s, g, torchscript) for g in s.globals}
+        out.append({"entry": s.entry, "globals": list(s.globals), "opcodes": s.ops,
+                    "dangerous": [g for g in s.globals if kinds[g] == "dangerous"],
+                    "unknown": [g for g in s.globals if kinds[g] not in ("dangerous", "silent")],
+                    "error": s.error})
+    return out
 
 
 def _content(scans: list[PickleScan]) -> str:
@@ -147,23 +183,32 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
             return Checked("archive", False, findings=[_finding(finding)])
         try:
             scans, refused = archive_pickle_scans(reader)
-            out = [*reader.findings, *refused, *pickle_findings(path, scans)]
+            torchscript = torchscript_reader(reader)
+            out = [*reader.findings, *refused, *pickle_findings(path, scans, torchscript)]
         finally:
             reader._zf.close()
-        return Checked("archive", True, pickles=pickle_reports(scans), findings=[_finding(f) for f in out])
+        return Checked("archive", True, pickles=pickle_reports(scans, torchscript),
+                       findings=[_finding(f) for f in out])
     if kind.kind == "lfs_pointer":
         raw = data if data is not None else _head(path, 1024)
         oid, size = parse_lfs_pointer(raw)
         return Checked("lfs_pointer", True, findings=[_finding(whole("CP322", oid=oid, size=size))])
     findings: list[dict] = []
     scans: list[PickleScan] = []
-    if kind.kind == "pickle" or kind.detail == "legacy":
+    torchscript = False
+    if kind.kind == "pickle" or kind.detail in ("legacy", "legacy tar"):
         raw = data if data is not None else _bounded(path, policy)
+        shown = os.path.basename(path) if path != "-" else "-"
         if raw is None:
-            findings.append(whole("CP309", entry=os.path.basename(path), size=os.path.getsize(path),
+            findings.append(whole("CP309", entry=shown, size=os.path.getsize(path),
                                   limit=policy.max_entry_bytes))
         else:
-            scans = scan_stream(raw, os.path.basename(path) if path != "-" else "-")
+            if is_tar(raw):  # torch.load tries the legacy tar format first
+                found, problems = tar_scans(raw, shown)
+                scans.extend(found)
+                findings.extend(whole("CP332", entry=entry, reason=reason) for entry, reason in problems)
+            if is_pickle(raw):
+                scans.extend(stream_scans(raw, shown))
     else:
         try:
             reader, _count = open_zip(path, policy, data)
@@ -173,16 +218,17 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
         try:
             findings.extend(reader.findings)
             scans, refused = archive_pickle_scans(reader)
+            torchscript = torchscript_reader(reader)
             findings.extend(refused)
         finally:
             reader._zf.close()
     code = {"checkpoint": "CP323", "pickle": "CP324", "pt2": "CP325"}[kind.kind]
     content = _content(scans) if kind.kind == "checkpoint" else ("torch.export.save" if kind.kind == "pt2" else "")
-    if kind.kind == "checkpoint" and kind.detail == "legacy":
-        content += ", legacy format"
+    if kind.kind == "checkpoint" and kind.detail in ("legacy", "legacy tar"):
+        content += ", legacy format" if kind.detail == "legacy" else ", legacy tar format"
     summary = whole(code, content=content, pickles=len(scans), globals=len({g for s in scans for g in s.globals}))
-    out = [summary, *findings, *pickle_findings(path, scans)]
-    return Checked(kind.kind, True, pickles=pickle_reports(scans), findings=[_finding(f) for f in out])
+    out = [summary, *findings, *pickle_findings(path, scans, torchscript)]
+    return Checked(kind.kind, True, pickles=pickle_reports(scans, torchscript), findings=[_finding(f) for f in out])
 
 
 def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> Checked:
@@ -198,6 +244,96 @@ def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> Checked:
         finding = diagnostic("CP304", path, None, reason="not a model file that holds pickles")
         return Checked("other", False, findings=[_finding(finding)])
     return scan_input(path, kind, policy, data)
+
+
+# torch.save's legacy magic number, as the pickles it writes spell it (LONG1, and a protocol 0 LONG).
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_MAGIC_SPELLINGS = (_LEGACY_MAGIC.to_bytes(10, "little"), str(_LEGACY_MAGIC).encode())
+
+
+def stream_scans(raw: bytes, entry: str) -> list[PickleScan]:
+    """The pickles of a file that is no zip, as loaders read it: ``pickle.loads`` reads the
+    first; ``torch.load`` reads it as the legacy stream (magic number, protocol, sys_info,
+    the object, the storage keys), going on past the first pickle when it gives the magic
+    number, which a pickle that names no global can only do by spelling it."""
+    first = scan_pickle(raw, entry)
+    if first.error is not None or first.end >= len(raw):
+        return [first]
+    if not first.globals and not any(m in raw[:first.end] for m in _MAGIC_SPELLINGS):
+        return [first]
+    scans = [first]
+    start = first.end
+    while start < len(raw) and len(scans) < MAX_PICKLES:
+        scan = scan_pickle(raw, f"{entry}#{len(scans)}", start)
+        scans.append(scan)
+        if scan.error is not None:
+            break
+        start = scan.end
+    return scans
+
+
+MAX_TAR_MEMBERS = 10_000
+
+
+def tar_scans(raw: bytes, entry: str) -> tuple[list[PickleScan], list[tuple[str, str]]]:
+    """The pickles torch's legacy tar format reads (``torch/serialization.py``, ``legacy_load``):
+    the ``pickle`` member, and the counts and records of ``storages`` and ``tensors``; and
+    ``(entry, reason)`` for what cannot be walked (storage bytes between the records: walked
+    only when the count is a literal 0).  Every member of those names is read (tar keeps
+    several of one name; torch reads the last)."""
+    import tarfile
+
+    scans: list[PickleScan] = []
+    problems: list[tuple[str, str]] = []
+    try:
+        tar = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
+        members = []
+        for member in tar:
+            members.append(member)
+            if len(members) > MAX_TAR_MEMBERS:
+                return scans, [(entry, f"more than {MAX_TAR_MEMBERS} tar members")]
+    except (tarfile.TarError, OSError, ValueError, EOFError) as exc:
+        return scans, [(entry, f"the tar cannot be listed: {exc}")]
+    for member in members:
+        if member.name not in ("pickle", "storages", "tensors"):
+            continue
+        shown = f"{entry}!{member.name}"
+        try:
+            handle = tar.extractfile(member)
+            data = handle.read() if handle is not None else b""
+        except (tarfile.TarError, OSError, ValueError, EOFError) as exc:
+            problems.append((shown, f"the member cannot be read: {exc}"))
+            continue
+        if member.name == "pickle":
+            scans.extend(scan_stream(data, shown, 1))
+            continue
+        count = scan_pickle(data, shown)
+        scans.append(count)
+        if count.error is not None:
+            continue
+        if _literal_int(data[:count.end]) != 0:
+            problems.append((shown, "records with storage bytes between them are not walked"))
+            continue
+        if member.name == "storages" and count.end < len(data):  # the storage views
+            scans.extend(scan_stream(data[count.end:], f"{shown}#1", 1))
+    return scans, problems
+
+
+def _literal_int(data: bytes) -> Optional[int]:
+    """The int a pickle made only of PROTO, one integer opcode and STOP gives, else None."""
+    import pickletools
+
+    values = []
+    try:
+        for op, arg, _pos in pickletools.genops(data):
+            if op.name in ("PROTO", "FRAME", "STOP"):
+                continue
+            if op.name not in ("BININT", "BININT1", "BININT2", "INT", "LONG", "LONG1"):
+                return None
+            values.append(arg)
+    except Exception:  # noqa: BLE001 - not a plain integer pickle
+        return None
+    return values[0] if len(values) == 1 and isinstance(values[0], int) else None
 
 
 def _head(path: str, size: int) -> bytes:
