@@ -37,6 +37,7 @@ from typing import Callable, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "canaries"
+MANIFEST_PATH = OUT / "manifest.json"
 CANARY = "CANARY"
 PY = "open('CANARY', 'w').close()"  # Python source the payloads run
 SH = "touch CANARY"  # shell command the payloads run
@@ -429,8 +430,7 @@ import json, os, signal, sys, time
 kind = sys.argv[1]
 jobs = json.loads(sys.stdin.read())
 sys.stdin = open(os.devnull)
-if kind != "pickle":
-    import torch
+import torch  # imported once, before the forks: a pickle naming torch finds it loaded
 import pickle
 out = {}
 for path, folder in jobs:
@@ -482,12 +482,13 @@ def canary_seen(folder: Path) -> bool:
     return any(folder.iterdir())
 
 
-def run_loaders(paths: list[Path], timeout: float = TIMEOUT) -> dict[str, dict[str, bool]]:
+def run_loaders(paths: list[Path], timeout: float = TIMEOUT,
+                loaders: tuple[str, ...] = LOADERS) -> dict[str, dict[str, bool]]:
     """For each file, whether each loader made its canary appear (one process per loader,
     which forks one child per file, each in a fresh working directory)."""
     result: dict[str, dict[str, bool]] = {str(p): {} for p in paths}
     with tempfile.TemporaryDirectory(prefix="canaries-") as tmp:
-        for kind in LOADERS:
+        for kind in loaders:
             jobs = []
             for n, path in enumerate(paths):
                 folder = Path(tmp) / kind / str(n)
