@@ -82,8 +82,8 @@ CODES: dict[str, Code] = {
         Code("CP333", "pickle_unknown_globals_more", "pickle {entry} names {count} more global(s) that are not known safe, from byte {offset} on; only the first {listed} of each kind are listed one by one", "warning"),
         # -- the gate against files built to pass it: CP334-CP339, CP345-CP347 --
         Code("CP334", "pickle_called_global", "pickle {entry} calls {global_name} (byte {offset}): loading the file runs it, and it is neither in torch's weights_only allowlist nor a known data type", "error"),
-        Code("CP335", "pickle_data_type", "pickle {entry} rebuilds {global_name} (byte {offset}), a known data type: loading the file runs its code; torch.load(weights_only=True) refuses it unless allowed with torch.serialization.add_safe_globals", "warning"),
-        Code("CP336", "pickle_instantiated_class", "pickle {entry} instantiates {global_name} (byte {offset}) and sets its state: loading the file runs the class's code; torch.load(weights_only=True) refuses it unless allowed with torch.serialization.add_safe_globals", "warning"),
+        Code("CP335", "pickle_data_type", "pickle {entry} rebuilds {global_name} (byte {offset}), a known data type: loading runs its code; weights_only=True refuses it unless allowed (torch.serialization.add_safe_globals)", "warning"),
+        Code("CP336", "pickle_instantiated_class", "pickle {entry} instantiates {global_name} (byte {offset}): loading runs the class's code; weights_only=True refuses it unless allowed (torch.serialization.add_safe_globals)", "warning"),
         Code("CP337", "pickle_unreadable_name", "pickle {entry} names a global that cannot be read ({reason}); what loading it calls is not known", "error"),
         Code("CP338", "pickle_walk_cap", "pickle {entry} is not walked to its end ({reason}); what loading it calls is not known", "error"),
         # -- hostile inputs, second round (issue 15): CP340-CP349 --
