@@ -129,10 +129,13 @@ def test_cache_dir_from_the_command_line_and_pyproject(tmp_path, monkeypatch, ca
     assert main(["check", str(CUSTOM), "--format", "jsonl", "--cache-dir", "c1"]) == 0
     assert capsys.readouterr().out == first and _cache_files(tmp_path / "c1")
     (tmp_path / "pyproject.toml").write_text('[tool.codeparse]\ncache-dir = "c2"\nfail-on = "error"\n')
-    assert main(["check", str(CUSTOM), "--format", "jsonl"]) == 0
+    assert main(["check", str(CUSTOM), "--format", "jsonl"]) == 0  # found in the checked tree: not trusted
+    out, err = capsys.readouterr()
+    assert out == first and not (tmp_path / "c2").exists() and "cache-dir in the nearest pyproject.toml is ignored" in err
+    assert main(["check", str(CUSTOM), "--format", "jsonl", "--config", "pyproject.toml"]) == 0
     assert capsys.readouterr().out == first and _cache_files(tmp_path / "c2")
     (tmp_path / "pyproject.toml").write_text("[tool.codeparse]\ncache-dir = 3\n")
-    assert main(["check", str(CUSTOM)]) == 2
+    assert main(["check", str(CUSTOM), "--config", "pyproject.toml"]) == 2
     assert "cache-dir must be a folder name" in capsys.readouterr().err
 
 

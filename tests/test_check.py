@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from codeparse.gate.policy import SAFETY_CODES
+
 import codeparse
 from codeparse.gate.policy import PolicyError, load_policy
 from codeparse.cli.app import main
@@ -90,7 +92,8 @@ def test_policy_from_pyproject_and_cli_wins(capsys, tmp_path, monkeypatch):
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)  # found by searching upward
     policy = load_policy()
-    assert (policy.fail_on, policy.ignore, policy.select) == ("warning", ["CP205"], ["CP2"])
+    # Found in the checked tree: its selection always keeps the pickle and container codes.
+    assert (policy.fail_on, policy.ignore, policy.select) == ("warning", ["CP205"], ["CP2", *SAFETY_CODES])
     code, out, _ = run(capsys, "check", CUSTOM_SCRIPT, "--format", "jsonl")
     assert code == 1
     [report] = [InputReport.model_validate_json(l) for l in out.splitlines()]

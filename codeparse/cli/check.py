@@ -178,9 +178,15 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
         else:
             policy = (load_policy(config, plain=True) if config
                       else load_policy(notes=notes, plain=True))
+        # Exclude globs of a pyproject.toml found in the checked tree cannot exclude a model file.
+        untrusted = [] if config or isolated else [*policy.exclude, *policy.extend_exclude]
         policy = policy_with(policy, **options)
         if cache_dir is None and not scan_only:
-            cache_dir = load_cache_dir(config) if config else load_cache_dir()
+            if config:
+                cache_dir = load_cache_dir(config)
+            elif not isolated and load_cache_dir() is not None:
+                notes.append("cache-dir in the nearest pyproject.toml is ignored: a folder of stored reports "
+                             "comes only from --cache-dir or --config FILE")
     except PolicyError as exc:
         err.write(f"codeparse: error: {for_text(exc)}\n")
         return 2
@@ -199,7 +205,7 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
         return _run_dask(paths, fmt, policy, dask, cache_dir, output_file, out, err, color, statistics, quiet,
                          exit_zero)
     inputs = expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude],
-                                   skip_other=skip_other)
+                           skip_other=skip_other, untrusted=untrusted)
     bar = _progress(len(inputs), err)
     task = None
     if bar is not None:
@@ -212,7 +218,7 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
 
     try:
         report = check_data(paths, policy, jobs=jobs, progress=advance, scan_only=scan_only,
-                                    skip_other=skip_other, cache_dir=cache_dir, once=True)
+                            skip_other=skip_other, cache_dir=cache_dir, once=True, untrusted_exclude=untrusted)
     except BaselineError as exc:
         err.write(f"codeparse: error: {exc}\n")
         return 2

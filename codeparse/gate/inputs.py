@@ -58,10 +58,12 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
 
 
 def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iterable[str] = (),
-                  skip_other: bool = False) -> list[tuple[str, Optional[str]]]:
+                  skip_other: bool = False, untrusted: Iterable[str] = ()) -> list[tuple[str, Optional[str]]]:
     """``(path, problem)`` for every input: directories are walked recursively (sorted)
     for model files (recognised by their bytes, :mod:`codeparse.files.filekind`) and ``.code``
-    files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input."""
+    files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input.
+    ``untrusted``: the globs of ``exclude`` that come from the checked tree (its
+    pyproject.toml): they cannot exclude a model file."""
     out: list[tuple[str, Optional[str]]] = []
     for raw in paths:
         if raw == "-":
@@ -72,8 +74,11 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
             found = []
             skip = [*DEFAULT_EXCLUDE, *exclude]
             for name in walk_files(p):
-                if matches(os.path.relpath(name, p), skip) or (exclude and matches(str(name), exclude)):
-                    continue
+                relative = os.path.relpath(name, p)
+                if matches(relative, skip) or (exclude and matches(str(name), exclude)):
+                    trusted = [g for g in skip if g not in untrusted]
+                    if matches(relative, trusted) or matches(str(name), trusted) or not _model(name):
+                        continue
                 if isinstance(name, Escaped):  # reported (CP342), never read
                     found.append((str(name), OUTSIDE_TREE + name.target))
                     continue
@@ -97,6 +102,14 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
         else:
             out.append((raw, "no such file or directory"))
     return out
+
+
+def _model(name: str) -> bool:
+    """A model file (by its bytes), or a link that leaves the tree (reported as such)."""
+    if isinstance(name, Escaped):
+        return True
+    entry = _walk_entry(Path(name), models_only=True)
+    return entry is not None and entry[1] is None
 
 
 def _whole(code: str, path: str, **args: Any) -> dict:

@@ -42,6 +42,11 @@ _LIMITS = ("max_entries", "max_entry_bytes", "max_total_bytes", "max_ratio", "ma
            "timeout_per_input", "max_memory")
 
 _SETTINGS = ("cache-dir", "cache_dir")  # [tool.codeparse] keys that are not policy
+# What makes a file that runs code when it is loaded fail the gate: a pyproject.toml found
+# in the checked tree can neither ignore, deselect nor per-file-ignore these (the pickle
+# and container findings); a trusted --config file can.
+SAFETY_CODES = ("CP320", "CP330", "CP331", "CP332", "CP333", "CP334", "CP335", "CP336", "CP337", "CP338",
+                "CP340", "CP341", "CP343", "CP345", "CP346", "CP347")
 
 
 class PolicyError(ValueError):
@@ -93,6 +98,7 @@ def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[P
             raise PolicyError(f"{path}: [tool.codeparse] has an unknown key {key!r}; known: {known}")
         values[field] = value
     if not trusted:
+        _stricter_only(values, path, notes)
         for field in list(values):
             value = values[field]
             raises = (field in _LIMITS and isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -105,6 +111,45 @@ def load_policy(pyproject: Optional[str | os.PathLike] = None, start: Optional[P
                                  f"checked tree may only lower limits (pass --{shown} or --config FILE)")
     out = policy_with(empty, where=str(path), **values)
     return out if plain else policy_model(out)
+
+
+def _stricter_only(values: dict[str, Any], path: Path, notes: Optional[list[str]]) -> None:
+    """What an untrusted pyproject.toml asks for, cut to what can only make the gate stricter:
+    no ignoring or per-file-ignoring a safety code (a prefix that covers one is replaced by
+    the other codes it covers), a selection always includes them, and no baseline."""
+    def note(text: str) -> None:
+        if notes is not None:
+            notes.append(f"{path}: {text}: a pyproject.toml found in the checked tree may only make the gate "
+                         "stricter (pass it on the command line or in --config FILE)")
+
+    def unprotected(codes: Any, key: str) -> Any:
+        if isinstance(codes, str):
+            codes = codes.split(",")
+        if not isinstance(codes, (list, tuple)):
+            return codes  # policy_with says what is wrong
+        out = []
+        for raw in codes:
+            code = str(raw).strip().upper()
+            covered = [c for c in SAFETY_CODES if c.startswith(code)] if code else []
+            if not covered:
+                out.append(raw)
+                continue
+            out.extend(c for c in CODES if c.startswith(code) and c not in SAFETY_CODES)
+            note(f"{key} {raw!r} does not apply to {', '.join(covered)}")
+        return out
+
+    if "ignore" in values:
+        values["ignore"] = unprotected(values["ignore"], "ignore")
+    if isinstance(values.get("per_file_ignores"), dict):
+        values["per_file_ignores"] = {glob: unprotected(codes, f"per-file-ignores {glob!r}")
+                                      for glob, codes in values["per_file_ignores"].items()}
+    select = values.get("select")
+    if isinstance(select, str):
+        select = select.split(",")
+    if isinstance(select, (list, tuple)) and [c for c in select if str(c).strip()]:
+        values["select"] = [*select, *SAFETY_CODES]
+    if "baseline" in values:
+        note(f"baseline = {values.pop('baseline')!r} is ignored")
 
 
 def load_cache_dir(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None) -> Optional[str]:

@@ -48,7 +48,7 @@ from ..contract.records import (
 )
 from ..files.walk import not_regular, paths_of
 from .inputs import NOT_A_MODEL, OUTSIDE_TREE, _whole, expand_inputs, matches, read_stdin
-from .policy import fails, load_policy, selected
+from .policy import SAFETY_CODES, fails, load_policy, selected
 
 if TYPE_CHECKING:  # the models import pydantic: built only for a Python caller (check, check_input)
     from ..contract.check import InputReport, Policy, Report
@@ -522,14 +522,19 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
 def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = None, jobs: int = 1,
                progress: Optional[Callable[[dict], None]] = None, *, scan_only: bool = False,
                skip_other: bool = False, pyproject: "bool | str | os.PathLike | None" = None,
-               cache_dir: Optional[str | os.PathLike] = None, once: bool = False) -> dict:
+               cache_dir: Optional[str | os.PathLike] = None, once: bool = False,
+               untrusted_exclude: Optional[Iterable[str]] = None) -> dict:
     """:func:`check` as plain data: the report as ``Report.model_dump(mode="json")``,
     built without pydantic (what the CLI writes), from a :class:`~codeparse.contract.records.Limits`
     policy; ``progress`` gets each input's plain report as it arrives.
 
     ``once``: this process checks once (the CLI).  Its parent is then readied
     (:func:`warm_up`) only for several workers: one worker loads what its inputs need
-    itself, instead of the parent loading everything first."""
+    itself, instead of the parent loading everything first.
+
+    ``untrusted_exclude``: the exclude globs that come from the checked tree, which cannot
+    exclude a model file (default: all of them when the policy is read from the nearest
+    pyproject.toml here, ``pyproject=True``)."""
     from ..text.cache import EntryCache
 
     folder = os.fspath(cache_dir) if cache_dir is not None else None
@@ -537,6 +542,7 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
     paths = paths_of(paths, "check")  # one str is one path, never a walk of its characters
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TypeError(f"check expects jobs as a positive int, not {jobs!r}")
+    from_tree = policy is None and pyproject is True
     if policy is None:
         if pyproject is True:
             policy = load_policy(plain=True)
@@ -544,8 +550,9 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
             policy = load_policy(pyproject, plain=True)
         else:
             policy = Limits()
-    inputs = expand_inputs(paths, models_only=scan_only,
-                           exclude=[*policy.exclude, *policy.extend_exclude], skip_other=skip_other)
+    inputs = expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude],
+                           skip_other=skip_other,
+                           untrusted=untrusted_exclude or ([*policy.exclude, *policy.extend_exclude] if from_tree else ()))
     stdin = read_stdin() if any(p == "-" for p, _ in inputs) else None
     # With a cache folder, inputs whose whole report is stored are not read again (no worker).
     # An input met with a problem (no model file, a link leaving the tree, unreadable) is
@@ -644,8 +651,8 @@ def adjust(reports: list[dict], policy: Any) -> list[dict]:
             places = [f["path"], f["path"].split("!", 1)[1] if "!" in f["path"] else f["path"]]
             if f["origin"] is not None:
                 places.append(f["origin"]["path"])
-            if exclude and any(matches(p, exclude) for p in places[1:]):
-                continue
+            if exclude and f["code"] not in SAFETY_CODES and any(matches(p, exclude) for p in places[1:]):
+                continue  # inner paths (library sources); a pickle or container finding always stays
             ignored = [c for glob, codes in policy.per_file_ignores.items() if any(matches(p, [glob]) for p in places)
                        for c in codes]
             if ignored and any(f["code"].startswith(c) for c in ignored):

@@ -26,9 +26,14 @@ key the cache holds:
 
 Paths are not part of an entry: a stored file has an empty path, filled in on reuse.
 
-**On disk** (``--cache-dir DIR``, or ``cache-dir`` in ``[tool.codeparse]``; off by
+**On disk** (``--cache-dir DIR``, or ``cache-dir`` in a trusted ``--config`` file; off by
 default, so reading an archive writes nothing unless asked): one JSON file per content
-key, ``DIR/<2 hex>/<key>.json``, ``{"format": 1, "fingerprint": ..., ...}``.  Never
+key, ``DIR/<2 hex>/<key>.json``, ``{"mac": ..., "format": 1, "fingerprint": ..., ...}``.
+Every entry carries a keyed hash (HMAC-SHA256) of the rest of it, made with a secret
+kept outside any checked tree (``$XDG_CACHE_HOME/codeparse/cache-key``, else
+``~/.cache/codeparse/cache-key``, created 0600): an entry this machine did not write (a
+cache folder committed to a repository, a report forged to pass the gate) does not
+verify and is a miss.  Without a usable secret nothing is read from or written to disk.  Never
 pickle or marshal: a cache directory shared with others cannot run code here.  Files
 are written whole to a temporary name in the same folder and renamed into place
 (``os.replace``), so parallel writers (``--jobs``, Dask workers) never leave a torn
@@ -126,7 +131,7 @@ class EntryCache:
             return None
         try:
             with open(self._path(key), "rb") as handle:
-                data = json.loads(handle.read())
+                data = _verified(json.loads(handle.read()))
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != fingerprint():
@@ -307,7 +312,7 @@ class InputCache:
                 raw = handle.read(INPUT_ENTRY_BYTES + 1)
             if len(raw) > INPUT_ENTRY_BYTES:
                 return None
-            data = json.loads(raw)
+            data = _verified(json.loads(raw))
         except (OSError, ValueError, RecursionError):
             return None
         if (not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self._maker):
@@ -335,17 +340,80 @@ def _entry_path(directory: Path, key: str) -> Path:
     return directory / key[:2] / f"{key}.json"
 
 
+_secret: Optional[bytes] = None
+
+
+def cache_secret() -> Optional[bytes]:
+    """The key that signs cache entries: read from, or made once in, the user's cache
+    folder (never the checked tree), readable by the user alone; None when it cannot be
+    had (entries are then neither read nor written)."""
+    global _secret
+    if _secret is not None:
+        return _secret
+    import secrets
+    import stat
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "codeparse"
+    path = folder / "cache-key"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(32))
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or info.st_uid != os.getuid():
+            return None  # a key others can read or replace signs nothing
+        key = path.read_bytes().strip()
+    except OSError:
+        return None
+    if len(key) < 32:
+        return None
+    _secret = key
+    return key
+
+
+def _mac(body: dict) -> Optional[str]:
+    import hmac
+
+    key = cache_secret()
+    if key is None:
+        return None
+    text = json.dumps(body, separators=(",", ":"))
+    return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def _verified(data: object) -> Optional[dict]:
+    """An entry read back, without its ``mac``, if the mac is this machine's; else None."""
+    import hmac
+
+    if not isinstance(data, dict) or not isinstance(data.get("mac"), str):
+        return None
+    body = {k: v for k, v in data.items() if k != "mac"}
+    expected = _mac(body)
+    if expected is None or not hmac.compare_digest(expected, data["mac"]):
+        return None
+    return body
+
+
 def _write_whole(target: Path, body: dict) -> None:
     """Write ``body`` as JSON (the C encoder of ``json.dumps``) under a temporary name in
     ``target``'s folder, then rename it into place: a reader, or another ``--jobs``
     worker, sees the whole entry or none.  Raises what writing or encoding raises."""
     import tempfile  # here: it imports shutil, bz2, lzma and random (some 8 ms), and only writes need it
 
+    mac = _mac(body)
+    if mac is None:
+        raise OSError("no cache key: entries are not written")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(body, separators=(",", ":")))
+            handle.write(json.dumps({"mac": mac, **body}, separators=(",", ":")))
         os.replace(tmp, target)
     except BaseException:
         try:
