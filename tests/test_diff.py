@@ -526,6 +526,21 @@ def test_library_internals_repeated_per_instance_are_grouped(capsys, monkeypatch
     assert not any(ln.lstrip().startswith("self.layer2.2 ") for ln in out.splitlines())
 
 
+def test_diff_tables_are_the_grammar_data_file():
+    """SCALAR_OPERATORS, TRACE_EQUIVALENTS and MUTATORS are grammars/tracediff.toml, read as is."""
+    import tomllib
+
+    from codeparse.grammar.engine import grammar_dir
+    from codeparse.trace import events
+
+    data = tomllib.loads((grammar_dir() / "tracediff.toml").read_text(encoding="utf-8"))
+    assert set(data) == {"scalar_operators", "trace_equivalents", "mutators"}
+    assert events.SCALAR_OPERATORS == frozenset(data["scalar_operators"]["operators"])
+    assert events.MUTATORS == frozenset(data["mutators"]["operators"])
+    assert events.TRACE_EQUIVALENTS == {k: frozenset(v) for k, v in data["trace_equivalents"].items()}
+    assert "aten::size" in events.SCALAR_OPERATORS and "aten::conv2d" in events.TRACE_EQUIVALENTS["aten::_convolution"]
+
+
 # --------------------------------------------- where the text alone misleads (rules_* cases)
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "load_grammar",
     "load_grammar_file",
     "load_semantics",
+    "load_tracediff",
     "DEFAULT_GRAMMAR",
 ]
 
@@ -740,6 +741,17 @@ def _load_by_id(gid: str) -> Grammar:
     if grammar.id != gid:
         raise GrammarError(f"{files[gid]}: [grammar].id is {grammar.id!r}, expected {gid!r}")
     return grammar
+
+
+@functools.cache
+def load_tracediff() -> dict[str, Any]:
+    """The tables of ``codeparse diff`` (``grammars/tracediff.toml``): operators a trace never
+    records, trace operators that stand for script ones, operators that change their operands."""
+    path = grammar_dir() / "tracediff.toml"
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise GrammarError(f"{path}: cannot load: {exc}") from None
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Union
 
 from ..contract.text import Call, Function, IfStatement, Loop
-from ..grammar.engine import load_grammar
+from ..grammar.engine import load_grammar, load_tracediff
 from ..output.render import short_call
 from ..parse.expressions import CallExpr, Const, ExpressionReader, Index, Name, Seq
 from ..parse.statements import Stmt
@@ -31,16 +31,10 @@ SCRIPT_MISSING = {
     "method": 4,
     "weak": 2,  # condition-only and scalar operators: never in a trace
 }
-# Operators on Python scalars, lists and strings: a trace never records them.
-SCALAR_OPERATORS = frozenset({
-    "aten::size", "aten::len", "aten::dim", "aten::numel", "aten::__getitem__", "aten::append",
-    "aten::Int", "aten::Bool", "aten::Float", "aten::Complex", "aten::ScalarImplicit", "aten::format",
-    "aten::str", "aten::list", "aten::__is__", "aten::__isnot__", "aten::__not__", "aten::__and__",
-    "aten::__or__", "aten::__contains__", "aten::keys", "aten::values", "aten::items", "aten::warn",
-    "aten::is_scripting", "prim::RaiseException", "prim::dtype", "prim::device", "prim::layout",
-    "prim::requires_grad", "prim::is_cuda", "prim::min", "prim::max", "prim::abs", "aten::__range_length",
-    "aten::__derive_index", "aten::_set_item", "aten::insert", "aten::pop", "aten::extend",
-})
+# Operators on Python scalars, lists and strings: a trace never records them
+# (`[scalar_operators]` of grammars/tracediff.toml, as the two tables below).
+_TABLES = load_tracediff()
+SCALAR_OPERATORS = frozenset(_TABLES["scalar_operators"]["operators"])
 # Operators whose result is a Python scalar whatever their operands.
 SCALAR_RESULTS = frozenset({
     "aten::size", "aten::len", "aten::dim", "aten::numel", "aten::Int", "aten::Float", "aten::Bool",
@@ -55,19 +49,12 @@ RAISE = "prim::RaiseException"  # how the printer raises; a finished trace never
 # What an `@torch.jit.unused` method compiles to: a raise that no trace ever takes as evidence
 UNUSED_STUB = "annotated to be ignored"
 # Operators (and method names) that change their operands: never dead, whatever their result
-MUTATORS = frozenset({"aten::append", "aten::_set_item", "aten::insert", "aten::extend", "aten::pop",
-                      "aten::copy_", "aten::clear", "aten::remove", "aten::warn"})
+MUTATORS = frozenset(_TABLES["mutators"]["operators"])
 # Trace operators that stand for other script operators: the tracer records the op that
 # ran underneath (`torch.conv2d` runs `aten::_convolution`); keys of the same operator that
 # differ by overload are told apart by their arguments (see `match_key`).
 TRACE_EQUIVALENTS: dict[str, frozenset] = {
-    "aten::_convolution": frozenset({
-        "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
-        "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
-    }),
-    # `torch.split(w, [E, 2 * E])` (sizes, not one size) runs `aten::split_with_sizes`
-    "aten::split_with_sizes": frozenset({"aten::split"}),
-}
+    trace_op: frozenset(script_ops) for trace_op, script_ops in _TABLES["trace_equivalents"].items()}
 # Script operators that a trace records as a device move (`torch.to(x, dtype=6, layout=0,
 # device=torch.device("cpu"))` on torch 2.13) or as a dtype conversion (`torch.to(x, 7, ...)`).
 DEVICE_MOVES = frozenset({"aten::cpu", "aten::cuda"})
