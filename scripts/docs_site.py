@@ -76,9 +76,9 @@ def rule_page(rule: dict[str, str]) -> str:
         f"# {rule['code']} `{rule['name']}`", "",
         f"**{rule['severity']}** · [all codes](index.md) · "
         f"`codeparse rule {rule['code']}` prints this page's text", "",
-        "**Message.** " + rule["message"].replace("|", "&#124;"), "",
-        "## Why it matters", "", rule["why"], "",
-        "## How to fix", "", rule["fix"], "",
+        "**Message.** " + _text(rule["message"]).replace("|", "&#124;"), "",
+        "## Why it matters", "", _text(rule["why"]), "",
+        "## How to fix", "", _text(rule["fix"]), "",
     ]
     if rule["example"]:
         lines += ["## Example", "", "```", rule["example"], "```", ""]
@@ -228,4 +228,12 @@ def _schema(model: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _text(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _text(text: str) -> str:
+    """Markdown for a text from the rule table: a brace outside a code span is written as
+    its character reference, so that a message's ``{placeholder}`` stays text (the
+    attr_list extension would read a trailing ``{...}`` as attributes and drop it)."""
+    parts = text.split("`")
+    return "`".join(p if i % 2 else p.replace("{", "&#123;") for i, p in enumerate(parts))
