@@ -88,3 +88,60 @@ def test_bracket_counting_agrees_with_the_grammars_balanced_on_text_without_quot
     pos = opens[at % len(opens)]
     m = g.scan["balanced"].match(text, pos, len(text))
     assert bracket_end(text, pos, len(text), dict(g.bracket_pairs), bracket_finder(g)) == (m.end() if m else None)
+
+
+def _statement_lines() -> list[str]:
+    """Signatures (over several lines as printed) and declarations of the fixture texts."""
+    import re
+
+    found = set()
+    for text in SOURCES:
+        for m in re.finditer(r"(?m)^ *(def [^\n]*(?:\n    [^\n]*)*?:|[A-Za-z_]\w* ?: [^\n]*)$", text):
+            found.add(m.group(1))
+    return sorted(found)
+
+
+STATEMENTS = _statement_lines()
+
+
+@st.composite
+def mutated_statement(draw) -> str:
+    text = draw(st.sampled_from(STATEMENTS))
+    for _ in range(draw(st.integers(0, 4))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["delete", "insert", "replace"]))
+        if action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 6)):]
+        elif action == "insert":
+            text = text[:at] + draw(st.text(st.sampled_from(list("()[]{},:= \nxT1.")), min_size=1, max_size=6)) + text[at:]
+        else:
+            text = text[:at] + draw(st.sampled_from(list("()[]{},:= xT"))) + text[at + 1:]
+    return text
+
+
+@settings(max_examples=500, deadline=None)
+@given(mutated_statement())
+def test_unrolled_rules_match_as_the_recursive_ones_on_mutated_statements(text):
+    """Where the parser uses a rule's `re` form (no quote, brackets nested at most 3 deep), it
+    matches as the rule's `regex` pattern does on real statements with brackets, separators and
+    line breaks inserted, deleted or replaced: where, how far, every group, every parameter."""
+    from codeparse.grammar.engine import load_grammar
+    from codeparse.parse.statements import RepeatedMatch, nesting
+
+    g = load_grammar("torchscript-v2")
+    if nesting(g)(text, 0, len(text)).end() != len(text) or '"' in text or "'" in text:
+        return
+    for rule in g.statements:
+        if rule.plain is None:
+            continue
+        want, got = rule.pattern.match(text), rule.plain.match(text)
+        assert (got is None) == (want is None), (rule.name, text)
+        if want is None:
+            continue
+        if rule.repeat:
+            got = RepeatedMatch(got, rule.repeat, len(text))
+            for name in rule.repeat:
+                assert got.spans(name) == want.spans(name), (rule.name, text)
+        names = [n for n in rule.group_names() if n not in g.raw["recursive"]]
+        assert got.span() == want.span(), (rule.name, text)
+        assert [got.span(n) for n in names] == [want.span(n) for n in names], (rule.name, text)
