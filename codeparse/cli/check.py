@@ -204,8 +204,12 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
     if dask is not None:
         return _run_dask(paths, fmt, policy, dask, cache_dir, output_file, out, err, color, statistics, quiet,
                          exit_zero)
+    skipped: list[str] = []
     inputs = expand_inputs(paths, models_only=scan_only, exclude=[*policy.exclude, *policy.extend_exclude],
-                           skip_other=skip_other, untrusted=untrusted)
+                           skip_other=skip_other, untrusted=untrusted, notes=skipped)
+    if not quiet:
+        for note in skipped:
+            err.write(f"codeparse: note: {for_text(note)}\n")
     bar = _progress(len(inputs), err)
     task = None
     if bar is not None:

@@ -21,6 +21,8 @@ CHECK_CODE_SUFFIXES = (".code",)
 # The `problem` of a file met in a directory walk that is no model file but is named like
 # one (`notes.pt`): listed as kind `other`, not an error (issue 11).
 NOT_A_MODEL = "not a model file"
+# The note for a file named on the command line that is neither a model file nor TorchScript text.
+SKIPPED = "neither a model file nor TorchScript text; skipped"
 
 # The `problem` of a symbolic link met in a walk whose target leaves the walked tree,
 # followed by the target: reported (CP342), never read (issue 15).
@@ -57,13 +59,33 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+def _is_code_text(path: Path) -> bool:
+    """A named file that is TorchScript text by its bytes (an archive's ``code/`` file, a
+    ``.code`` file: ``codeparse scan`` reports that it is no model file)."""
+    from ..text.reader import is_torchscript_text
+
+    if path.suffix.lower() in CHECK_CODE_SUFFIXES:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return is_torchscript_text(handle.read(8192))
+    except OSError:
+        return True  # unreadable: reported (CP301) rather than passed over
+
+
 def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iterable[str] = (),
-                  skip_other: bool = False, untrusted: Iterable[str] = ()) -> list[tuple[str, Optional[str]]]:
+                  skip_other: bool = False, untrusted: Iterable[str] = (),
+                  notes: Optional[list[str]] = None) -> list[tuple[str, Optional[str]]]:
     """``(path, problem)`` for every input: directories are walked recursively (sorted)
     for model files (recognised by their bytes, :mod:`codeparse.files.filekind`) and ``.code``
     files (not with ``models_only``: ``codeparse scan``); ``-`` is standard input.
     ``untrusted``: the globs of ``exclude`` that come from the checked tree (its
-    pyproject.toml): they cannot exclude a model file."""
+    pyproject.toml): they cannot exclude a model file.  A file named itself is checked when
+    a walk would check or list it (a file named like a model that is none is then an
+    error), or when its bytes are TorchScript text
+    (:func:`codeparse.text.reader.is_torchscript_text`); any other (a config file, a Python
+    script) is skipped, with a line in ``notes``.  ``skip_other`` (the pre-commit hook):
+    exactly as a walk, without notes."""
     out: list[tuple[str, Optional[str]]] = []
     for raw in paths:
         if raw == "-":
@@ -93,11 +115,16 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
             if reason is not None:  # a FIFO or a device: CP301, never opened
                 out.append((raw, reason))
                 continue
-            if skip_other and p.is_file():  # pre-commit passes every file: decide as a walk does
+            if p.is_file():  # what a walk passes over is not checked
                 entry = _walk_entry(p, models_only)
-                if entry is not None:
-                    out.append((raw, entry[1]))
-                continue
+                if skip_other:  # the pre-commit hook passes every file: exactly as a walk
+                    if entry is not None:
+                        out.append((raw, entry[1]))
+                    continue
+                if entry is None and not _is_code_text(p):
+                    if notes is not None:
+                        notes.append(f"{raw}: {SKIPPED}")
+                    continue
             out.append((raw, None))
         else:
             out.append((raw, "no such file or directory"))

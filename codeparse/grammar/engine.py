@@ -383,7 +383,8 @@ class Grammar:
                  generic_rules: tuple[Statement, ...], lines: "_LazySection", fragments: "_LazySection",
                  scan: "_LazySection", expression: "_LazySection", bracket_pairs: tuple[tuple[str, str], ...] = (),
                  string_quotes: tuple[str, ...] = (), detect_absent: tuple[Any, ...] = (),
-                 detect_present: tuple[Any, ...] = (), raw: Optional[dict[str, Any]] = None):
+                 detect_present: tuple[Any, ...] = (), raw: Optional[dict[str, Any]] = None,
+                 text_present: tuple[Any, ...] = (), text_absent: tuple[Any, ...] = ()):
         self.id = id
         self.path = path
         self.info = info
@@ -403,6 +404,9 @@ class Grammar:
         self.string_quotes = string_quotes
         self.detect_absent = detect_absent
         self.detect_present = detect_present
+        # What makes a file not named `.code` TorchScript text ([detect] text_present/text_absent).
+        self.text_present = text_present
+        self.text_absent = text_absent
         self.raw = raw if raw is not None else {}
         # Keyword (None: no keyword) -> the master of its rules, filled by `master`.
         self.masters: dict[Optional[str], Master] = {}
@@ -673,6 +677,8 @@ def _load(path: Path) -> Grammar:
             comp.lazy(p, "detect.requires_present").get() for p in detect.get("requires_present", ())
         ),
         raw=data,
+        text_present=tuple(comp.lazy(p, "detect.text_present") for p in detect.get("text_present", ())),
+        text_absent=tuple(comp.lazy(p, "detect.text_absent") for p in detect.get("text_absent", ())),
     )
 
 

@@ -28,7 +28,7 @@ from .extract import Extractor
 if TYPE_CHECKING:  # the models import pydantic; the plain-data path never does
     from ..contract.text import CodeFile
 
-__all__ = ["parse_text", "parse_bytes", "decode_text", "parse_file", "iter_inputs", "detect_grammar", "module_name_for", "CODE_SUFFIXES"]
+__all__ = ["parse_text", "parse_bytes", "decode_text", "parse_file", "iter_inputs", "detect_grammar", "is_torchscript_text", "module_name_for", "CODE_SUFFIXES"]
 
 
 CODE_SUFFIXES = (".code", ".py")
@@ -60,6 +60,24 @@ def detect_grammar(text: str) -> Optional[str]:
         if features_match(grammar_id, window):
             return grammar_id
     return None
+
+
+def is_torchscript_text(data: bytes) -> bool:
+    """Whether bytes read from a file not named ``.code`` are TorchScript text: UTF-8 whose
+    first 4 KiB have the text features (``[detect] text_present``/``text_absent``) of a grammar.
+    A config file or a Python script is not; the printer's output (an archive's ``code/``) is."""
+    try:
+        window = data[:DETECT_WINDOW].decode("utf-8")
+    except UnicodeDecodeError as exc:  # a character cut at the window's end still counts
+        if exc.start < DETECT_WINDOW - 4:
+            return False
+        window = data[:exc.start].decode("utf-8")
+    for grammar_id in grammar_ids():
+        g = load_grammar(grammar_id)
+        if g.text_present and all(p.get().search(window) for p in g.text_present) and not any(
+                p.get().search(window) for p in g.text_absent):
+            return True
+    return False
 
 
 def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[str]:
