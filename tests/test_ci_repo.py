@@ -61,3 +61,38 @@ def test_a_named_torchscript_text_is_checked_and_the_pre_commit_hook_stays_silen
     code, out, err = run(capsys, "check", "--skip-other", *CONFIGS, "-q")
     assert (code, out, err) == (0, "", "")
 
+
+# ------------------------------------------------------------------ clean files are silent
+
+CLEAN = ["checkpoints/state_dict.pt", "data/vocab.pkl", str(ROOT / "fixtures" / "files" / "exported.pt2")]
+
+
+def test_clean_files_are_silent_in_table_concise_and_github(capsys, repo):
+    code, out, err = run(capsys, "check", *CLEAN)
+    assert (code, out, err) == (0, "3 input(s): 0 error(s), 0 warning(s), 3 info; fail on error; exit 0\n", "")
+    for fmt in ("concise", "github"):
+        assert run(capsys, "check", *CLEAN, "--output-format", fmt) == (0, "", "")
+    # what each file is stays in JSON and in --statistics
+    code, found = reports(capsys, *CLEAN)
+    assert [[f["code"] for f in findings] for findings in found.values()] == [["CP323"], ["CP324"], ["CP325"]]
+    code, out, _ = run(capsys, "check", *CLEAN, "--statistics")
+    assert [line.split()[:2] for line in out.splitlines()] == [["1", "CP323"], ["1", "CP324"], ["1", "CP325"]]
+    # a file with a finding beside its kind still shows that finding, and only that
+    code, out, _ = run(capsys, "check", "misc/evil.pkl", "--output-format", "concise")
+    assert code == 1 and [line.split()[1] for line in out.splitlines()] == ["CP330"]
+
+
+# ----------------------------------------------------------------- short names in messages
+
+
+def test_messages_name_types_short_and_json_keeps_the_full_names(capsys, repo):
+    code, found = reports(capsys, "models/classifier.script.pt", "models/encoder.script.pt", "--include-library")
+    findings = [f for fs in found.values() for f in fs]
+    assert len(findings) > 100 and not [f["message"] for f in findings if "__torch__" in f["args"].get("sources", "")]
+    assert not [f["message"] for f in findings if "___torch_mangle" in f["message"]]
+    branch = next(f for f in found["models/classifier.script.pt"] if f["code"] == "CP201")
+    assert "depends on self.block (BasicBlock), self.stem (Conv2d), x (Tensor), self.block.bn (BatchNorm2d)" \
+        in branch["message"]
+    full = {s["ref"]: s["type"] for s in branch["sources"]}
+    assert full["self.block"] == "__torch__.BasicBlock"
+    assert full["self.stem"].startswith("__torch__.torch.nn.modules.conv.") and full["self.stem"].endswith(".Conv2d")

@@ -51,11 +51,13 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     tty = getattr(out, "isatty", lambda: False)()
     console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
                       width=width or (None if tty else 200))
-    from ..output.reporters import library_summary, summarised
+    from ..output.reporters import library_summary, shown, summarised
 
     style = {"error": "bold red", "warning": "yellow", "info": "dim"}
     for item in report.inputs:
-        findings = [f for f in item.findings if include_library or not summarised(f)]
+        findings = shown(item.findings, include_library)
+        if not findings and item.readable and item.kind in ("checkpoint", "pickle", "pt2"):
+            continue  # a clean file is silent
         if quiet and not findings:
             continue
         head = f"{item.path} ({item.kind}"
@@ -72,7 +74,7 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
         console.print(Text(for_text(head), style="bold"))
         if not findings:
             if item.kind != "other":
-                hidden = len(item.findings)
+                hidden = sum(1 for f in item.findings if summarised(f))
                 console.print(f"  {hidden} finding(s) in torch's library code" if hidden else "  no findings")
             continue
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))

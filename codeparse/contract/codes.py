@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 
-__all__ = ["Code", "CODES", "diagnostic"]
+__all__ = ["Code", "CODES", "FILE_KIND_CODES", "diagnostic"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,10 @@ CODES: dict[str, Code] = {
         Code("CP352", "bad_mobile_bytecode", "{entry} is not understood ({reason})", "warning"),
     )
 }
+
+# What a clean file is (a checkpoint, a plain pickle, a .pt2), reported as info: kept in JSON,
+# JSONL, SARIF and --statistics, never printed by the line formats (table, concise, github).
+FILE_KIND_CODES = frozenset({"CP323", "CP324", "CP325"})
 
 
 def diagnostic(code: str, path: str, span: Optional[dict] = None, **args: object) -> dict:

@@ -15,7 +15,8 @@ message; also ``:`` and ``,`` in properties).
 
 Every string from the input passes :func:`codeparse.output.escaping.for_text` in ``concise``.
 Findings in torch's own library code (``Finding.library``) are summarised in one line
-unless ``include_library``.
+unless ``include_library``.  A clean file is silent: the info finding that only says what
+it is (CP323-CP325) is not printed (JSON, SARIF and ``--statistics`` keep it).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Optional, TextIO
 
+from ..contract.codes import FILE_KIND_CODES
 from .escaping import for_text
 
-__all__ = ["Location", "location", "render_concise", "render_github", "render_statistics", "statistics",
+__all__ = ["Location", "location", "shown", "render_concise", "render_github", "render_statistics", "statistics",
            "library_summary", "summarised", "github_escape_data", "github_escape_property"]
 
 _GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
@@ -86,11 +88,15 @@ def summarised(finding: Any) -> bool:
     return not (finding.code in _DECIDING and finding.severity == "error")
 
 
+def shown(findings: Iterable[Any], include_library: bool) -> list[Any]:
+    """The findings a line format prints: not a clean file's kind (CP323-CP325), and
+    summarised library findings only with ``include_library``."""
+    return [f for f in findings if f.code not in FILE_KIND_CODES and (include_library or not summarised(f))]
+
+
 def _shown(report: Any, include_library: bool) -> Iterable[Any]:
     for item in report.inputs:
-        for finding in item.findings:
-            if include_library or not summarised(finding):
-                yield finding
+        yield from shown(item.findings, include_library)
 
 
 def library_summary(report: Any) -> Optional[str]:

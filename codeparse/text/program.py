@@ -71,12 +71,43 @@ def condition_excerpt(cond: dict) -> str:
     return excerpt(cond["resolved"] or cond["text"])
 
 
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+
+
+def short_type(type_name: str, keep_module: bool = False) -> str:
+    """A type as a message shows it: every qualified TorchScript class name by its class
+    name alone, mangling gone (``__torch__.torch.nn.modules.linear.___torch_mangle_41.Linear``
+    is ``Linear``; ``Optional[__torch__.Block]`` is ``Optional[Block]``).  ``keep_module``:
+    only the ``__torch__.`` prefix and the mangling go (a function a condition reads,
+    ``torch.backends.mha.get_fastpath_enabled``).  The full names stay in the finding's
+    ``sources``."""
+    out: list[str] = []
+    i = 0
+    while i < len(type_name):
+        j = i
+        while j < len(type_name) and type_name[j] in _NAME_CHARS:
+            j += 1
+        if j == i:
+            out.append(type_name[i])
+            i += 1
+            continue
+        name = type_name[i:j]
+        if name.startswith("__torch__."):
+            parts = [p for p in name.split(".")[1:] if not p.startswith("___torch_mangle_")]
+            name = ".".join(parts) if keep_module else parts[-1]
+        out.append(name)
+        i = j
+    return "".join(out)
+
+
 def sources_text(cond: dict) -> str:
     """A condition's sources (plain data) as its message names them: those of its kind
-    (the deciding source first: the condition lists them in that order), four at most."""
+    (the deciding source first: the condition lists them in that order), four at most,
+    types short (:func:`short_type`)."""
     found = cond["sources"]
     shown = [s for s in found if s["kind"] == cond["kind"]] or list(found)
-    text = ", ".join(f"{s['ref']} ({s['type']})" for s in shown[:4]) or "nothing"
+    text = ", ".join(f"{short_type(s['ref'], keep_module=True)} ({short_type(s['type'])})"
+                     for s in shown[:4]) or "nothing"
     if len(shown) > 4:
         text += f" and {len(shown) - 4} more"
     return text
