@@ -157,7 +157,7 @@ def test_docs_rules_md_is_the_rule_text_with_one_anchor_per_code():
 
 def test_sarif_help_uri_anchors_exist_and_use_the_documentation_url(capsys, in_root):
     docs = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Documentation"]
-    code, out, _ = run(capsys, "check", CUSTOM, FILES, "--format", "sarif")
+    code, out, _ = run(capsys, "check", CUSTOM, FILES, "--format", "sarif", "--include-library")
     log = json.loads(out)
     anchors = set(re.findall(r'<a id="(cp\d{3})"></a>', (ROOT / "docs" / "rules.md").read_text()))
     rules = log["runs"][0]["tool"]["driver"]["rules"]
@@ -177,18 +177,17 @@ def test_sarif_points_at_repository_files(capsys, tmp_path, monkeypatch):
     cp201 = by_rule["CP201"]
     assert cp201["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "fixtures/models.py"
     assert cp201["locations"][0]["physicalLocation"]["region"]["startLine"] == 65
-    related = cp201["relatedLocations"][0]["physicalLocation"]
-    assert related["artifactLocation"]["uri"].endswith("custom_model.script.pt!custom_model.script/code/__torch__.py")
-    assert related["region"]["startLine"] == 22
+    assert cp201["message"]["text"].endswith("custom_model.script.pt!custom_model.script/code/__torch__.py:22)")
+    assert "relatedLocations" not in cp201  # an archive entry is no file of the repository
     assert by_rule["CP330"]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
         "fixtures/files/malicious.script.pt")
-    # a source root the original file does not lie under: the archive entry is the location
+    # a source root the original file does not lie under: the archive file is the location
     _, out, _ = run(capsys, "check", CUSTOM, "--format", "sarif", "--select", "CP201", "--source-root", tmp_path)
     log = json.loads(out)
     assert not list(validator.iter_errors(log))
     [result] = log["runs"][0]["results"]
-    assert "custom_model.script.pt!" in result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-    assert result["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "fixtures/models.py"
+    assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": str(CUSTOM)}}
+    assert result["message"]["text"].endswith("(at custom_model.script/code/__torch__.py:22:5; source fixtures/models.py:65)")
 
 
 # ------------------------------------------------------------ policy and baseline
@@ -204,8 +203,9 @@ def test_library_findings_are_flagged_summarised_and_still_count(capsys, in_root
     code, out, _ = run(capsys, "check", CUSTOM, "--include-library", "--output-format", "concise")
     assert "batchnorm.py" in out and len(out.splitlines()) == 19
     assert run(capsys, "check", CUSTOM, "--select", "CP203", "--fail-on", "info")[0] == 1  # library only: still fails
-    _, out, _ = run(capsys, "check", CUSTOM, "--format", "sarif")
-    assert sum(1 for r in json.loads(out)["runs"][0]["results"] if r.get("properties", {}).get("library")) == 16
+    for extra, shown in (([], 0), (["--include-library"], 16)):  # SARIF keeps them out unless asked
+        _, out, _ = run(capsys, "check", CUSTOM, "--format", "sarif", *extra)
+        assert sum(1 for r in json.loads(out)["runs"][0]["results"] if r.get("properties", {}).get("library")) == shown
 
 
 def test_policy_validates_codes_in_python():
@@ -260,21 +260,22 @@ def test_baseline_adoption(tmp_path, capsys):
     code, out, err = run(capsys, "check", models, "--write-baseline", baseline)
     assert code == 0 and "wrote 21 finding(s)" in err
     rows = json.loads(baseline.read_text())["findings"]
-    assert all(set(r) == {"code", "entry", "function", "anchor", "count"} for r in rows)
-    assert {"code": "CP201", "entry": "code/__torch__.py", "function": "__torch__.CustomModel.forward",
-            "anchor": rows[[r["code"] for r in rows].index("CP201")]["anchor"], "count": 1} in rows
+    assert all(set(r) == {"path", "code", "fingerprint", "content", "count"} for r in rows)
+    branch = rows[[r["code"] for r in rows].index("CP201")]
+    assert branch["path"] == (models / "a.pt").as_posix()  # outside the project root: the whole path
+    assert branch["content"].startswith("code/__torch__.py | __torch__.CustomModel.forward | ") and branch["count"] == 1
     code, out, _ = run(capsys, "check", models, "--baseline", baseline, "--format", "jsonl")
     assert code == 0 and all(json.loads(l)["findings"] == [] for l in out.splitlines())
-    # re-saved under another name and top folder: still the same findings
+    # saved again at the same path under another top folder: still the same findings
     (models / "a.pt").unlink()
-    _renamed(CUSTOM, models / "renamed.pt", "renamed_model")
-    # a new finding is reported, the baselined ones are not
+    _renamed(CUSTOM, models / "a.pt", "renamed_model")
+    # a new file is reported, the baselined ones are not
     shutil.copy(FILES / "malicious.script.pt", models / "new.pt")
     code, out, _ = run(capsys, "check", models, "--baseline", baseline, "--format", "jsonl")
     found = {Path(json.loads(l)["path"]).name: [f["code"] for f in json.loads(l)["findings"]] for l in out.splitlines()}
-    assert found == {"renamed.pt": [], "old.pkl": [], "new.pt": ["CP330"]} and code == 1
+    assert found == {"a.pt": [], "old.pkl": [], "new.pt": ["CP330"]} and code == 1
     (tmp_path / "pyproject.toml").write_text('[tool.codeparse]\nbaseline = "codeparse-baseline.json"\n')
-    code, out, _ = run(capsys, "check", models / "renamed.pt", "--config", tmp_path / "pyproject.toml", "-q")
+    code, out, _ = run(capsys, "check", models / "a.pt", "--config", tmp_path / "pyproject.toml", "-q")
     assert code == 0 and out == ""
     baseline.write_text("not json")
     code, _, err = run(capsys, "check", models, "--baseline", baseline)

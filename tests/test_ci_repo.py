@@ -96,3 +96,80 @@ def test_messages_name_types_short_and_json_keeps_the_full_names(capsys, repo):
     full = {s["ref"]: s["type"] for s in branch["sources"]}
     assert full["self.block"] == "__torch__.BasicBlock"
     assert full["self.stem"].startswith("__torch__.torch.nn.modules.conv.") and full["self.stem"].endswith(".Conv2d")
+
+
+# ------------------------------------------------------------------------------- baselines
+
+
+def test_a_baseline_keys_findings_by_path_code_and_content(capsys, repo):
+    code, _, err = run(capsys, "check", ".", "--write-baseline", "baseline.json")
+    rows = json.loads((repo / "baseline.json").read_text())["findings"]
+    assert code == 0 and all(set(r) == {"path", "code", "fingerprint", "content", "count"} for r in rows)
+    evil = next(r for r in rows if r["path"] == "misc/evil.pkl" and r["code"] == "CP330")
+    assert evil["content"] == "posix.system" and evil["count"] == 1
+    whole = sorted(r["content"] for r in rows if r["path"] == "checkpoints/whole_model.pt" and r["code"] == "CP330")
+    assert whole == ["data.pkl | __main__.BasicBlock", "data.pkl | __main__.TinyResNet"]
+    assert run(capsys, "check", ".", "--baseline", "baseline.json", "-q")[:2] == (0, "")
+    assert run(capsys, "check", "./misc/evil.pkl", "--baseline", "baseline.json", "-q")[:2] == (0, "")
+    # a copy of the flagged pickle under another path is a new finding
+    (repo / "new").mkdir()
+    shutil.copy(repo / "misc" / "evil.pkl", repo / "new" / "evil.pkl")
+    code, found = reports(capsys, ".", "--baseline", "baseline.json")
+    assert code == 1 and [f["code"] for f in found["new/evil.pkl"]] == ["CP324", "CP330"]
+    assert found["misc/evil.pkl"] == []
+    shutil.rmtree(repo / "new")
+    # an unrelated file of the same name does not bring back the unchanged file's findings
+    (repo / "data" / "cache").mkdir()
+    shutil.copy(repo / "data" / "vocab.pkl", repo / "data" / "cache" / "vocab.pkl")
+    code, found = reports(capsys, ".", "--baseline", "baseline.json")
+    assert code == 0 and found["data/vocab.pkl"] == [] and [f["code"] for f in found["data/cache/vocab.pkl"]] == ["CP324"]
+    assert all(found[p] == [] for p in found if p != "data/cache/vocab.pkl")
+    # SARIF carries the same fingerprint
+    code, out, _ = run(capsys, "check", "misc/evil.pkl", "--output-format", "sarif")
+    result = next(r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "CP330")
+    assert result["partialFingerprints"] == {"codeparseContent/v1": evil["fingerprint"]}
+
+
+def test_a_baseline_of_the_old_format_is_refused_with_the_way_out(capsys, repo):
+    (repo / "old.json").write_text(json.dumps({"version": 1, "tool": "codeparse", "findings": []}))
+    code, _, err = run(capsys, "check", "misc/evil.pkl", "--baseline", "old.json")
+    assert code == 2 and "write it again with --write-baseline" in err
+
+
+# ------------------------------------------------------------ what CI users read is theirs
+
+
+def _uris(result: dict) -> list[str]:
+    places = [*result["locations"], *result.get("relatedLocations", [])]
+    return [p["physicalLocation"]["artifactLocation"]["uri"] for p in places]
+
+
+def test_sarif_and_github_locations_are_files_of_the_repository(capsys, repo):
+    for extra in ([], ["--include-library"]):
+        code, out, _ = run(capsys, "check", ".", "--output-format", "sarif", *extra)
+        results = json.loads(out)["runs"][0]["results"]
+        uris = [u for r in results for u in _uris(r)]
+        assert uris and all("!" not in u and (repo / u).is_file() for u in uris), uris
+        library = [r for r in results if r.get("properties", {}).get("library")]
+        assert (len(library) > 100) == bool(extra), len(library)
+    code, out, _ = run(capsys, "check", ".", "--output-format", "sarif")
+    results = json.loads(out)["runs"][0]["results"]
+    own = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]): r for r in results}
+    # the model's source is in the repository: its line; else the archive, the inner place in the message
+    mine = own[("CP201", "train.py")]
+    assert mine["locations"][0]["physicalLocation"]["region"]["startLine"] == 39
+    hub = own[("CP201", "models/encoder.script.pt")]
+    assert "region" not in hub["locations"][0]["physicalLocation"]
+    assert hub["message"]["text"].endswith("(at encoder.script/code/__torch__.py:15:5; source hubmodels/encoder.py:17)")
+    code, out, _ = run(capsys, "check", ".", "--output-format", "github")
+    files = [line.split("file=", 1)[1].split(",", 1)[0] for line in out.splitlines() if "file=" in line]
+    assert files and all((repo / f).is_file() for f in files), files
+    assert "::warning file=models/encoder.script.pt,title=CP201" in out
+
+
+def test_string_origins_inside_library_files_count_as_library_code(capsys, repo):
+    code, found = reports(capsys, "models/classifier.script.pt", "--include-library")
+    string = [f for f in found["models/classifier.script.pt"] if f["origin"] and f["origin"]["path"] == "<string>"]
+    assert string and all(f["library"] and "/__torch__/torch/" in f["path"] for f in string)
+    code, out, _ = run(capsys, "check", "models/classifier.script.pt", "--output-format", "concise")
+    assert [line.split()[1] for line in out.splitlines()[:-1]] == ["CP201"]

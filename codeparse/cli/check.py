@@ -140,7 +140,8 @@ def _write_report(data: dict, fmt: str, out: TextIO, color: Optional[bool], stat
 
         from ..contract.records import indented_json
 
-        out.write(indented_json(to_sarif(report, _version(), source_root=policy.source_root)) + "\n")
+        out.write(indented_json(to_sarif(report, _version(), source_root=policy.source_root,
+                                         include_library=policy.include_library)) + "\n")
     elif fmt == "concise":
         from ..output.reporters import render_concise
 
@@ -236,7 +237,7 @@ def run_check(paths: list[str], fmt: str, options: dict[str, Any], jobs: int, co
         from ..gate.baseline import write_baseline as write
         from ..contract.records import Record
 
-        count = write(Record(report), write_baseline)
+        count = write(Record(report), write_baseline, policy.source_root)
         err.write(f"codeparse: wrote {count} finding(s) to the baseline {write_baseline}\n")
         return 2 if report["exit_code"] == 2 else 0
     with opened(output_file) as stream:

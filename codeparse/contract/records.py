@@ -320,9 +320,12 @@ def _indented(value: Any, step: str, ascii: bool = False) -> str:
 
 def is_library(finding: dict) -> bool:
     """In torch's own library code (a finding as plain data): an entry under
-    ``__torch__/torch/`` whose original source (when recorded) lies under a ``torch/`` folder."""
+    ``__torch__/torch/`` whose original source (when recorded) lies under a ``torch/`` folder
+    or is no file (``<string>``: torch's own code compiled from a string)."""
     path = finding["path"]
     if "!" not in path or "/__torch__/torch/" not in path.split("!", 1)[1]:
         return False
     origin = finding["origin"]
-    return origin is None or "/torch/" in "/" + origin["path"].replace("\\", "/")
+    if origin is None or origin["path"].startswith("<"):  # `<string>`: code torch compiled from a string
+        return True
+    return "/torch/" in "/" + origin["path"].replace("\\", "/")

@@ -661,7 +661,7 @@ def adjust(reports: list[dict], policy: Any) -> list[dict]:
                 f = dict(f, library=True)
             kept.append(f)
         if remaining is not None:
-            kept = apply_baseline(kept, remaining)
+            kept = apply_baseline(kept, remaining, policy.source_root)
         out.append(dict(report, findings=kept))
     return out
 

@@ -121,12 +121,12 @@ def _check_chunk(item: tuple, policy_json: str, cache_dir: Optional[str], parque
     return index, adjust(reports, policy.model_copy(update={"baseline": None}))
 
 
-def _fingerprints(checked: tuple) -> list[list[str]]:
+def _fingerprints(checked: tuple, root: Optional[str] = None) -> list[list[str]]:
     """The baseline fingerprints of a checked chunk's findings, in order (the findings a
     baseline can absorb: those of readable inputs)."""
     from .baseline import fingerprint
 
-    return [list(fingerprint(f)) for r in checked[1] if r["readable"] for f in r["findings"]]
+    return [list(fingerprint(f, root)) for r in checked[1] if r["readable"] for f in r["findings"]]
 
 
 def _shares(baseline: Any, chunks: list[list[list[str]]]) -> list[list[list]]:
@@ -156,8 +156,8 @@ def _write_chunk(checked: tuple, share: Optional[list], policy_json: str, parque
     index, plain = checked
     policy = Policy.model_validate_json(policy_json)
     if share is not None:
-        remaining = Counter({tuple(row[:4]): row[4] for row in share})
-        plain = [dict(r, findings=apply_baseline(r["findings"], remaining))
+        remaining = Counter({tuple(row[:-1]): row[-1] for row in share})
+        plain = [dict(r, findings=apply_baseline(r["findings"], remaining, policy.source_root))
                  if r["readable"] and r["findings"] else r for r in plain]
     reports = [Record(r) for r in plain]
     findings, inputs = _tables(reports, policy)
@@ -237,7 +237,7 @@ def check_dask(paths: Sequence[str | os.PathLike], policy: Policy, scheduler: st
                 from .baseline import load_baseline
 
                 checked = client.persist(checked)  # the reports stay on the workers
-                shares = _shares(load_baseline(policy.baseline), checked.map(_fingerprints).compute())
+                shares = _shares(load_baseline(policy.baseline), checked.map(_fingerprints, policy.source_root).compute())
                 parts = db.from_sequence(shares, npartitions=max(1, len(chunks)))
                 results = db.map(_write_chunk, checked, parts, policy_json, out_dir).compute()
         if progress is not None:

@@ -8,6 +8,10 @@ entry (``model.pt!model/code/__torch__.py``) and its line and column; a finding 
 whole file points at line 1, column 1 of that file.  SARIF uses the same rule
 (:mod:`codeparse.sarif`).
 
+``github`` and SARIF name files of the repository only (:func:`repository_place`): a
+finding inside an archive whose source is not under the source root points at the archive
+file, and its message says where inside (``(at model/code/__torch__.py:15:5)``).
+
 ``concise``: ``path:line:col: CODE message``, one finding per line.
 ``github``: GitHub Actions workflow commands, ``::error file=…,line=…,col=…,title=CODE::message``
 (``info`` findings become ``notice``), escaped as the runner expects (``%``, CR, LF in the
@@ -28,8 +32,9 @@ from typing import Any, Iterable, NamedTuple, Optional, TextIO
 from ..contract.codes import FILE_KIND_CODES
 from .escaping import for_text
 
-__all__ = ["Location", "location", "shown", "render_concise", "render_github", "render_statistics", "statistics",
-           "library_summary", "summarised", "github_escape_data", "github_escape_property"]
+__all__ = ["Location", "location", "Place", "repository_place", "repository_file", "shown", "render_concise",
+           "render_github", "render_statistics", "statistics", "library_summary", "summarised", "github_escape_data",
+           "github_escape_property"]
 
 _GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -94,6 +99,55 @@ def shown(findings: Iterable[Any], include_library: bool) -> list[Any]:
     return [f for f in findings if f.code not in FILE_KIND_CODES and (include_library or not summarised(f))]
 
 
+class Place(NamedTuple):
+    """Where GitHub and SARIF show a finding: a file of the repository (``line`` None: the
+    whole file), and what the message adds about the place inside an archive."""
+
+    path: str
+    line: Optional[int]
+    column: Optional[int]
+    end_column: Optional[int]
+    note: str
+    from_origin: bool
+
+
+def repository_place(finding: Any, source_root: Optional[str | os.PathLike] = None,
+                     memo: Optional[dict] = None) -> Place:
+    """A place that is a file of the repository: the original source line when the
+    model's source lies under the source root (the archive entry goes to the note), else
+    the archive file itself, the entry and its line and column in the note (with the
+    original source named, if one is recorded); a file's own finding is the file."""
+    where = location(finding, source_root, memo)
+    span = finding.span
+    entry = f"{finding.path}:{span.line}" if span is not None else finding.path
+    if where.from_origin:
+        return Place(where.path, where.line, 1, None, f" (in {entry})", True)
+    if "!" not in finding.path:
+        end = where.end_column if where.end_line is not None and where.end_line == where.line else None
+        return Place(where.path, where.line, where.column, end, "", False)
+    archive, inner = finding.path.split("!", 1)
+    note = f"{inner}:{span.line}:{span.column}" if span is not None else inner
+    if finding.origin is not None:
+        note += f"; source {finding.origin.path}:{finding.origin.line}"
+    return Place(archive, None, None, None, f" (at {note})", False)
+
+
+def repository_file(path: str, source_root: Optional[str | os.PathLike] = None,
+                    memo: Optional[dict] = None) -> Optional[str]:
+    """``path`` relative to the source root when it is a file there (an archive entry,
+    ``<string>`` or a file elsewhere: None)."""
+    if "!" in path:
+        return None
+    root = Path(source_root) if source_root is not None else Path.cwd()
+    key = (path, root)
+    if memo is not None and key in memo:
+        return memo[key]
+    found = _under(path, root)
+    if memo is not None:
+        memo[key] = found
+    return found
+
+
 def _shown(report: Any, include_library: bool) -> Iterable[Any]:
     for item in report.inputs:
         yield from shown(item.findings, include_library)
@@ -135,14 +189,14 @@ def render_github(report: Any, out: TextIO, source_root: Optional[str] = None, i
                   quiet: bool = False) -> None:
     memo: dict = {}
     for finding in _shown(report, include_library):
-        where = location(finding, source_root, memo)
-        props = [f"file={github_escape_property(where.path)}", f"line={where.line}", f"col={where.column}"]
-        if where.end_line is not None and where.end_line == where.line and where.end_column:
+        where = repository_place(finding, source_root, memo)
+        props = [f"file={github_escape_property(where.path)}"]
+        if where.line is not None:
+            props += [f"line={where.line}", f"col={where.column}"]
+        if where.end_column:
             props.append(f"endColumn={where.end_column}")
         props.append(f"title={github_escape_property(finding.code + ' ' + finding.name)}")
-        message = finding.message
-        if where.from_origin:
-            message += f" (in {finding.path}:{finding.span.line if finding.span else 1})"
+        message = finding.message + where.note
         out.write(f"::{_GITHUB_LEVEL[finding.severity]} {','.join(props)}::{github_escape_data(message)}\n")
     if not quiet:
         summary = library_summary(report) if not include_library else None

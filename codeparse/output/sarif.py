@@ -5,13 +5,16 @@ uses (id = code, name = snake_case name, default level from the severity, ``help
 = the ``Documentation`` URL of ``[project.urls]`` + ``docs/rules.md#cp201``).  Each
 finding is one result with ``level`` error / warning / note (info).
 
-Locations point at files the repository has (:func:`codeparse.output.reporters.location`): the
-original Python source line from the archive's ``.debug_pkl``, relative to the source
-root (``--source-root``, default the working directory) when it lies under it, with the
-archive entry (``archive!entry``, line and column) as a related location; otherwise the
-archive entry itself, with a region (1-based lines and columns, end column exclusive,
-as in :class:`codeparse.contract.text.Span`); a finding about a whole file or archive has only
-the artifact.  Library findings carry ``properties.library``.
+Locations are files the repository has (:func:`codeparse.output.reporters.repository_place`):
+the original Python source line from the archive's ``.debug_pkl``, relative to the source
+root (``--source-root``, default the working directory) when it lies under it; otherwise
+the archive file itself, without a region, the entry, its line and column (and the
+original source, when recorded) said in the message; a ``.code`` file with a region
+(1-based lines and columns, end column exclusive, as in :class:`codeparse.contract.text.Span`);
+a finding about a whole file has only the artifact.  Related locations are kept only
+where they are repository files.  Findings in torch's library code are left out unless
+``include_library`` (then they carry ``properties.library``).  ``partialFingerprints``
+holds the content fingerprint a baseline records (:func:`codeparse.gate.baseline.digest`).
 
 The tests validate this output against the OASIS schema
 (``tests/data/sarif-schema-2.1.0.json``).
@@ -82,35 +85,24 @@ def _region(line: int, column: int, end_line: Optional[int], end_column: Optiona
     return region
 
 
-def _archive_location(finding: Finding) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(finding.path)}}
-    if finding.span is not None:
+def _result(finding: Finding, rule_index: int, source_root: Optional[str], memo: Optional[dict] = None) -> dict[str, Any]:
+    from ..gate.baseline import FINGERPRINT_KEY, digest
+    from .reporters import repository_file, repository_place
+
+    where = repository_place(finding, source_root, memo)
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(where.path)}}
+    if where.from_origin:
+        physical["region"] = _region(where.line, 1, None, None)
+    elif where.line is not None and finding.span is not None:  # a code file of the repository
         s = finding.span
         physical["region"] = _region(s.line, s.column, s.end_line, s.end_column, s)
-    return {"physicalLocation": physical}
-
-
-def _result(finding: Finding, rule_index: int, source_root: Optional[str], memo: Optional[dict] = None) -> dict[str, Any]:
-    from .reporters import location
-
-    where = location(finding, source_root, memo)
-    if where.from_origin:
-        primary = {"physicalLocation": {"artifactLocation": {"uri": _uri(where.path)},
-                                        "region": _region(where.line, 1, None, None)}}
-        related = dict(_archive_location(finding), id=1, message={"text": "archive entry"})
-    else:
-        primary = _archive_location(finding)
-        related = None
-        if finding.origin is not None:
-            related = {"id": 1, "message": {"text": "original source"},
-                       "physicalLocation": {"artifactLocation": {"uri": _uri(finding.origin.path)},
-                                            "region": {"startLine": max(finding.origin.line, 1)}}}
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": rule_index,
         "level": _LEVEL[finding.severity],
-        "message": {"text": finding.message},
-        "locations": [primary],
+        "message": {"text": finding.message + where.note},
+        "locations": [{"physicalLocation": physical}],
+        "partialFingerprints": {FINGERPRINT_KEY: digest(finding)},
     }
     properties: dict[str, Any] = {}
     if finding.args:
@@ -121,13 +113,16 @@ def _result(finding: Finding, rule_index: int, source_root: Optional[str], memo:
         properties["library"] = True
     if properties:
         result["properties"] = properties
-    related_locations = [related] if related is not None else []
+    related_locations = []
     for r in finding.related:
+        file = repository_file(r.path, source_root, memo)
+        if file is None:  # an archive entry or a file outside the repository: not a location
+            continue
         related_locations.append({
             "id": len(related_locations) + 1,
             "message": {"text": "decides it"},
             "physicalLocation": {
-                "artifactLocation": {"uri": _uri(r.path)},
+                "artifactLocation": {"uri": _uri(file)},
                 "region": {"startLine": max(r.line, 1)},
             },
         })
@@ -136,9 +131,12 @@ def _result(finding: Finding, rule_index: int, source_root: Optional[str], memo:
     return result
 
 
-def to_sarif(report: Report, version: str = "unknown", source_root: Optional[str] = None) -> dict[str, Any]:
-    """The SARIF 2.1.0 log of a report (a dict, ready for ``json.dumps``)."""
-    used = sorted({f.code for r in report.inputs for f in r.findings})
+def to_sarif(report: Report, version: str = "unknown", source_root: Optional[str] = None,
+             include_library: bool = False) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of a report (a dict, ready for ``json.dumps``): findings in
+    torch's library code only with ``include_library``."""
+    findings = [f for r in report.inputs for f in r.findings if include_library or not f.library]
+    used = sorted({f.code for f in findings})
     index = {code: i for i, code in enumerate(used)}
     rules = []
     for code in used:
@@ -152,7 +150,7 @@ def to_sarif(report: Report, version: str = "unknown", source_root: Optional[str
             "helpUri": rule_help_uri(code),
         })
     memo: dict = {}  # each original file looked up once (reporters.location)
-    results = [_result(f, index[f.code], source_root, memo) for r in report.inputs for f in r.findings]
+    results = [_result(f, index[f.code], source_root, memo) for f in findings]
     artifacts = [{"location": {"uri": _uri(r.path)}} for r in report.inputs]
     return {
         "$schema": SARIF_SCHEMA,
