@@ -173,3 +173,20 @@ def test_string_origins_inside_library_files_count_as_library_code(capsys, repo)
     assert string and all(f["library"] and "/__torch__/torch/" in f["path"] for f in string)
     code, out, _ = run(capsys, "check", "models/classifier.script.pt", "--output-format", "concise")
     assert [line.split()[1] for line in out.splitlines()[:-1]] == ["CP201"]
+
+
+# ------------------------------------------------------------------------------- CI logs
+
+
+def test_tables_in_a_log_keep_every_line_whole_and_unpadded(capsys, repo, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # a log is no terminal, whatever its width says
+    code, out, _ = run(capsys, "check", ".")
+    lines = out.splitlines()
+    assert code == 1 and lines and not [line for line in lines if line != line.rstrip()]
+    _, found = reports(capsys, ".")
+    shown = [f for fs in found.values() for f in fs if not f["library"] and f["code"] not in ("CP323", "CP324")]
+    assert len(shown) == 7 and all(any(f["message"] in line for line in lines) for f in shown)
+    code, out, _ = run(capsys, "diff", "models/classifier.script.pt", "models/classifier.trace.pt")
+    lines = out.splitlines()
+    assert lines and not [line for line in lines if line != line.rstrip()]
+    assert any("x.mean() > 0" in line or "torch.mean" in line for line in lines), out

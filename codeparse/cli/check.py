@@ -42,15 +42,13 @@ def render_table(report: Any, out: TextIO, color: Optional[bool] = None, width: 
     Every string from the input (paths, messages, origins) passes
     :func:`codeparse.output.escaping.for_text` and is wrapped in a ``Text``, never parsed as markup.
     """
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from ..output.escaping import for_text
+    from ..output.render import console as log_console
 
-    tty = getattr(out, "isatty", lambda: False)()
-    console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
-                      width=width or (None if tty else 200))
+    console = log_console(out, color, width)
     from ..output.reporters import library_summary, shown, summarised
 
     style = {"error": "bold red", "warning": "yellow", "info": "dim"}

@@ -143,9 +143,9 @@ def render_diff_table(report: "DiffReport", stream: TextIO, color: Optional[bool
     from rich.table import Table
     from rich.text import Text
 
-    from ..output.render import KIND_STYLE
+    from ..output.render import KIND_STYLE, console as log_console
 
-    console = _console(stream, color, width)
+    console = log_console(stream, color, width)
     head = Text()
     head.append_text(_cell(f"script {report.script}", style="bold"))
     head.append("  vs  ")

@@ -248,6 +248,53 @@ def _text(value: object, style: str = ""):
     return Text(for_text(value), style=style)
 
 
+# The width of tables written to a stream that is no terminal (a CI log, a pipe): no line
+# wraps, so a finding stays one line that grep finds whole.
+LOG_WIDTH = 100_000
+
+
+class _LogLines:
+    """A stream that is no terminal, as rich writes to it: each line without the spaces
+    that pad its table cells to the column width."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = (self._pending + text).split("\n")
+        for line in lines:
+            self._stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending.rstrip(" "))
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def console(stream: TextIO, color: Optional[bool], width: Optional[int]):
+    """The rich console of a table: on a terminal, its width; on anything else, no
+    wrapping (unless ``width`` is given) and no trailing padding, so that a log stays
+    greppable (a token is never split over two lines)."""
+    from rich.console import Console
+
+    tty = getattr(stream, "isatty", lambda: False)()
+    return Console(
+        file=stream if tty else _LogLines(stream),
+        width=width if (width or tty) else LOG_WIDTH,
+        force_terminal=color,
+        no_color=(color is False),
+        highlight=False,
+        soft_wrap=False,
+    )
+
+
+
 def _console(stream: TextIO, color: Optional[bool], width: Optional[int]):
     from rich.console import Console
 
