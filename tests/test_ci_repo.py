@@ -190,3 +190,14 @@ def test_tables_in_a_log_keep_every_line_whole_and_unpadded(capsys, repo, monkey
     lines = out.splitlines()
     assert lines and not [line for line in lines if line != line.rstrip()]
     assert any("x.mean() > 0" in line or "torch.mean" in line for line in lines), out
+
+
+# --------------------------------------------------------------------- report of a pair
+
+
+def test_report_of_an_unrelated_pair_exits_as_diff_does(capsys, repo, tmp_path):
+    for trace, expected in (("models/encoder.script.pt", 1), ("models/classifier.trace.pt", 0)):
+        assert run(capsys, "diff", "models/classifier.script.pt", trace)[0] == expected
+        code, out, _ = run(capsys, "report", "--script", "models/classifier.script.pt", "--trace", trace,
+                           "-o", tmp_path / "pair.html")
+        assert (code, out) == (expected, f"wrote {tmp_path / 'pair.html'}\n")

@@ -34,8 +34,9 @@ def register(group: click.Group) -> None:
         (and a --script/--trace pair): summary, module tree, highlighted code with every
         if and loop marked by kind, findings with filters, script and trace side by side.
 
-        Exit status: 0 written, 2 an input could not be read (the page says why) or the
-        command line is wrong.
+        Exit status: 0 written, 1 written and the pair's diff has diagnostics (two
+        unrelated models: as `codeparse diff` exits), 2 an input could not be read (the
+        page says why) or the command line is wrong.
         """
         if bool(script) != bool(trace):
             raise click.UsageError("--script and --trace go together")

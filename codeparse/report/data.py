@@ -163,6 +163,8 @@ class PairView:
     baked: list[Any] = field(default_factory=list)
     ifs: list[Any] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)  # CP224: the inputs do not belong together
+    # How many diagnostics `codeparse diff` reports for the pair (it exits 1 when there are any).
+    diff_diagnostics: int = 0
     error: Optional[str] = None
 
 

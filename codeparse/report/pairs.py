@@ -51,6 +51,7 @@ def collect_pair(pair_id: str, script: str, trace: str, highlight) -> PairView:
             tally[label] = tally.get(label, 0) + 1
         view.counts = sorted(tally.items())
     view.diagnostics = [f"{d.code} {d.message}" for d in report.diagnostics if d.code == "CP224"]
+    view.diff_diagnostics = len(report.diagnostics)
 
     def function_view(fid: str, unit, fn, side: str) -> FileView:
         lines_all = highlight(unit.text)
