@@ -45,7 +45,12 @@ def from_module(module: Any, *, trace_inputs: Any = None) -> list["CodeFile"]:
     with the type's qualified name.  With ``trace_inputs``, the module is traced
     with them instead of scripted.
     """
-    import torch  # deferred: the offline path never imports torch
+    try:
+        import torch  # deferred: the offline path never imports torch
+    except ImportError as exc:
+        from .contract.errors import missing_extra
+
+        raise (missing_extra(exc, "codeparse.from_module") or exc) from None
 
     if isinstance(module, torch.jit.ScriptModule):
         scripted = module

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -201,3 +204,47 @@ def test_report_of_an_unrelated_pair_exits_as_diff_does(capsys, repo, tmp_path):
         code, out, _ = run(capsys, "report", "--script", "models/classifier.script.pt", "--trace", trace,
                            "-o", tmp_path / "pair.html")
         assert (code, out) == (expected, f"wrote {tmp_path / 'pair.html'}\n")
+
+
+# ------------------------------------------------------------------------ missing extras
+
+BLOCKER = """import sys
+
+BLOCKED = {blocked!r}
+
+
+class _Blocker:  # an install without these modules
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Blocker())
+"""
+
+
+def _without(tmp_path: Path, blocked: set[str], *args: str) -> subprocess.CompletedProcess:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=blocked))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True)
+
+
+def test_a_missing_extra_is_one_line_naming_it_and_exits_2(tmp_path):
+    for blocked in ({"markupsafe"}, {"jinja2", "markupsafe", "pygments"}):
+        done = _without(tmp_path, blocked, "-m", "codeparse", "report", "models/classifier.script.pt",
+                        "-o", str(tmp_path / "page.html"))
+        lines = done.stderr.splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and "internal error" not in done.stderr, done.stderr
+        assert "needs the 'report' extra, which is not installed" in lines[0]
+        assert lines[0].endswith("install it with: pip install 'codeparse[report]'")
+    # the library: an ImportError that says the same
+    done = _without(tmp_path, {"torch"}, "-c", "import codeparse\ntry:\n    codeparse.from_module(object())\n"
+                    "except ImportError as exc:\n    print(type(exc).__name__, exc)")
+    assert done.stdout == ("MissingExtra codeparse.from_module needs the 'torch' extra, which is not installed "
+                           "(no module named 'torch'); install it with: pip install 'codeparse[torch]'\n")
+    # checking needs no extra
+    assert _without(tmp_path, {"torch", "jinja2", "markupsafe", "pygments"}, "-m", "codeparse", "check",
+                    "models/classifier.script.pt", "-q").returncode == 0

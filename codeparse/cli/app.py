@@ -75,6 +75,12 @@ def _input_error(err: TextIO, exc: "codeparse.InputError", fallback: str) -> Non
 
 
 def _internal_error(err: TextIO, path: Optional[str], exc: BaseException) -> None:
+    from ..contract.errors import missing_extra
+
+    missing = missing_extra(exc, "this command")
+    if missing is not None:  # an optional dependency, not a bug: which extra, and how to install it
+        err.write(f"{PROG}: error: {for_text(missing)}\n")
+        return
     where = f"{for_text(path)}: " if path else ""
     err.write(f"{where}internal error: {for_text(_one_line(exc))} (this is a bug in codeparse; please report it)\n")
 

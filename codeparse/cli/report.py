@@ -45,8 +45,11 @@ def register(group: click.Group) -> None:
         try:
             from ..report.page import write_report
         except ImportError as exc:
-            sys.stderr.write(f"codeparse: error: report needs the `report` extra "
-                             f"(pip install 'codeparse[report]'): {exc}\n")
+            from ..contract.errors import MissingExtra, missing_extra
+
+            missing = missing_extra(exc, "codeparse report") or MissingExtra("report", exc.name or "?",
+                                                                             "codeparse report")
+            sys.stderr.write(f"codeparse: error: {missing}\n")
             return 2
         from ..gate.policy import PolicyError, load_policy, policy_with
 
