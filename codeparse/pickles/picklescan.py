@@ -231,7 +231,7 @@ _PLAIN_OPS: dict[int, tuple[int, int, int]] = {
     0x73: (0, 3, 1), 0x61: (0, 2, 1),  # SETITEM, APPEND
     0x30: (0, 1, 0),  # POP
     0x28: (0, 0, 2),  # MARK
-    0x80: (1, 0, 0), 0x95: (8, 0, 0),  # PROTO, FRAME
+    0x95: (8, 0, 0),  # FRAME
 }
 _UNTIL_MARK = frozenset((0x6C, 0x64))  # LIST, DICT: the items above the mark -> one value
 _UNTIL_MARK_INTO = frozenset((0x75, 0x65))  # SETITEMS, APPENDS: the items above the mark into the value below
@@ -249,6 +249,11 @@ class _Tuple(tuple):
 
 def _tuple(items: list) -> Any:
     """A tuple of the symbolic stack: None when it holds no global (nothing to follow)."""
+    for v in items:
+        if type(v) is tuple:
+            break
+    else:
+        return None  # the common case, decided without building anything
     held = tuple(v[1] for v in items if type(v) is tuple and v[0] == "global")
     if not held:
         return None
@@ -334,8 +339,6 @@ def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
                 pos += size
                 if pos > end or popped > len(stack):
                     raise _NotPlain
-                if op == 0x80:
-                    mine.proto = data[pos - 1]
                 if popped:
                     del stack[len(stack) - popped:]
                 if pushed:
@@ -373,15 +376,20 @@ def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
                 stack.append(str(data[pos - size:pos], "latin-1") if op == 0x55 else None)
             elif op == 0x52:  # REDUCE
                 args = stack.pop()
-                _reduce(mine, stack.pop(), args)
+                fn = stack.pop()
+                if args is not None or (type(fn) is tuple and mine.uses.get(fn[1]) != CALLED):
+                    _reduce(mine, fn, args)  # a global among the arguments, or one not yet known called
                 stack.append(None)
             elif op == 0x81:  # NEWOBJ
                 args = stack.pop()
-                _newobj(mine, stack.pop(), args)
+                cls = stack.pop()
+                if type(cls) is tuple or args is not None:
+                    _newobj(mine, cls, args)
                 stack.append(None)
             elif op == 0x62:  # BUILD
                 stack.pop()
-                _build(mine, stack[-1])
+                if type(stack[-1]) is tuple:
+                    _build(mine, stack[-1])
             elif op == 0x29 or op == 0x85 or op == 0x86 or op == 0x87:  # EMPTY_TUPLE, TUPLE1, TUPLE2, TUPLE3
                 n = 0 if op == 0x29 else op - 0x84
                 if n > len(stack):
@@ -421,6 +429,11 @@ def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
                 if type(module) is not str or type(attr) is not str:
                     raise _NotPlain
                 stack.append(_global(mine, module, attr, offset))
+            elif op == 0x80:  # PROTO: the protocol decides how names are mapped
+                if pos >= end:
+                    raise _NotPlain
+                mine.proto = data[pos]
+                pos += 1
             elif op == 0x2E:  # STOP
                 break
             else:
