@@ -64,6 +64,22 @@ def model_json(attrs: int, reads: int, folder: Path):
     return lambda: codeparse.open_archive(path)
 
 
+def pickle_gate(kind: str, n: int):
+    """The pickle gate (walk and findings) on a hostile pickle of size n: n distinct globals
+    each called with the previous one as argument; n tuples nested in one another, a global
+    at the bottom; n memoized globals fetched n times (protocol 0, the pickletools walk)."""
+    from codeparse.pickles.picklescan import pickle_findings, scan_pickle
+
+    if kind == "called":
+        body = b"".join(b"cm%d\nf%d\n" % (i, i) + b"(" for i in range(n)) + b"N" + b"tR" * n
+        data = b"\x80\x02" + body + b"."
+    elif kind == "nested":
+        data = b"\x80\x02ccProfile\nrun\n" + b"\x85" * n + b"."
+    else:
+        data = b"cos\nsystem\np0\n0" + b"g0\n0" * n + b"N."
+    return lambda: list(pickle_findings("x", [scan_pickle(data, "x")]))
+
+
 def rows(folder: Path):
     parens = "def f(x: Tensor) -> Tensor:\n  if bool({}x{}):\n    pass\n  else:\n    pass\n  return x\n"
     lines = "def f(x: Tensor) -> Tensor:\n{}  return x\n"
@@ -76,6 +92,9 @@ def rows(folder: Path):
     yield "module tree: class with two of the next, depth n", 22, lambda n: module_tree(n, folder)
     yield "bytecode.pkl: n methods sharing n operators", 2000, bytecode
     yield "model.json: 10n attributes, n `self.qN.z` reads", 2500, lambda n: model_json(10 * n, n, folder)
+    yield "pickle: n distinct globals, each called on the next", 20000, lambda n: pickle_gate("called", n)
+    yield "pickle: a global in n nested tuples", 200000, lambda n: pickle_gate("nested", n)
+    yield "pickle (protocol 0): one global fetched n times", 100000, lambda n: pickle_gate("memo", n)
 
 
 def main(argv: list[str]) -> int:
