@@ -94,3 +94,26 @@ def test_a_link_out_of_the_tree_to_a_model_file_fails(repo, capsys, tmp_path):
     (repo / "models" / "linked.pt").symlink_to(outside)
     code, report, _ = _run(capsys, ".", "--isolated")
     assert code == 1 and _codes(report)["linked.pt"] == ["CP347"]
+
+
+def test_globals_allowed_only_by_a_trusted_config(repo, capsys, tmp_path):
+    """allow-globals makes a global silent as add_safe_globals would; a known gadget stays an
+    error, and a pyproject.toml in the tree cannot allow anything."""
+    training = ROOT / "fixtures" / "canaries" / "clean_training_checkpoint.pt"
+    shutil.copy(training, repo / "models" / "train.pt")
+    (repo / "models" / "evil.pkl").unlink()
+    code, report, _ = _run(capsys, "models/train.pt", "--isolated")
+    assert code == 0 and _codes(report)["train.pt"] == ["CP323", "CP335", "CP335"]
+    config = tmp_path / "trusted.toml"
+    config.write_text('[tool.codeparse]\nallow-globals = ["pathlib.PurePosixPath", "argparse.Namespace"]\n')
+    code, report, _ = _run(capsys, "models/train.pt", "--config", str(config))
+    assert code == 0 and _codes(report)["train.pt"] == ["CP323"]
+    assert report["policy"]["allow_globals"] == ["pathlib.PurePosixPath", "argparse.Namespace"]
+    (repo / "pyproject.toml").write_text('[tool.codeparse]\nallow-globals = ["pathlib.PurePosixPath"]\n')
+    code, report, err = _run(capsys, "models/train.pt")
+    assert _codes(report)["train.pt"] == ["CP323", "CP335", "CP335"] and "allow-globals" in err
+    shutil.copy(EVIL, repo / "models" / "evil.pkl")
+    config.write_text('[tool.codeparse]\nallow-globals = ["cProfile.run", "os.system"]\n')
+    (repo / "models" / "sys.pkl").write_bytes(b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.")
+    code, report, _ = _run(capsys, "models/evil.pkl", "models/sys.pkl", "--config", str(config))
+    assert _codes(report)["evil.pkl"] == ["CP324"] and "CP330" in _codes(report)["sys.pkl"] and code == 1

@@ -183,6 +183,12 @@ class Policy(Node):
     include_library: bool = Field(
         default=False, description="Show findings in torch's own library code one by one in table, concise and github output."
     )
+    allow_globals: list[str] = Field(
+        default_factory=list,
+        description="Pickle globals (`module.name`, exactly) treated as torch's weights_only allowlist treats its "
+        "own, as `torch.serialization.add_safe_globals` would allow them: silent. Only from the command line or "
+        "a trusted `--config` file, never from a pyproject.toml found in the checked tree.",
+    )
 
     @field_validator("select", "ignore")
     @classmethod

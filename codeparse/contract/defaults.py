@@ -17,5 +17,5 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "select": [], "ignore": [], "fail_on": "error", "max_entries": 50_000, "max_entry_bytes": 64 << 20,
     "max_total_bytes": 512 << 20, "max_ratio": 200, "max_debug_chars": 32 << 20, "timeout_per_input": 60.0,
     "max_memory": 1024, "target": "trace", "exclude": [], "extend_exclude": [], "per_file_ignores": {},
-    "baseline": None, "source_root": None, "include_library": False,
+    "baseline": None, "source_root": None, "include_library": False, "allow_globals": [],
 }

@@ -32,6 +32,7 @@ _KEYS = {
     "per-file-ignores": "per_file_ignores", "per_file_ignores": "per_file_ignores",
     "baseline": "baseline", "source-root": "source_root", "source_root": "source_root",
     "include-library": "include_library", "include_library": "include_library",
+    "allow-globals": "allow_globals", "allow_globals": "allow_globals",
     "timeout-per-input": "timeout_per_input", "timeout_per_input": "timeout_per_input",
     "max-memory": "max_memory", "max_memory": "max_memory",
 }
@@ -148,8 +149,9 @@ def _stricter_only(values: dict[str, Any], path: Path, notes: Optional[list[str]
         select = select.split(",")
     if isinstance(select, (list, tuple)) and [c for c in select if str(c).strip()]:
         values["select"] = [*select, *SAFETY_CODES]
-    if "baseline" in values:
-        note(f"baseline = {values.pop('baseline')!r} is ignored")
+    for key in ("baseline", "allow_globals"):
+        if key in values:
+            note(f"{key.replace('_', '-')} = {values.pop(key)!r} is ignored")
 
 
 def load_cache_dir(pyproject: Optional[str | os.PathLike] = None, start: Optional[Path] = None) -> Optional[str]:
@@ -221,6 +223,13 @@ def policy_with(policy: Policy, where: str = "command line", **changes: Any) -> 
                 raise PolicyError(f"{where}: {key.replace('_', '-')} must be a path")
             if where != "command line" and not Path(value).is_absolute():
                 value = str(Path(where).parent / value)  # relative to the pyproject.toml that names it
+        elif key == "allow_globals":
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if (not isinstance(value, (list, tuple))
+                    or not all(isinstance(v, str) and "." in v.strip(".") and " " not in v for v in value)):
+                raise PolicyError(f"{where}: allow-globals must be a list of `module.name` globals")
+            value = list(value)
         elif key == "include_library":
             if not isinstance(value, bool):
                 raise PolicyError(f"{where}: include-library must be true or false")

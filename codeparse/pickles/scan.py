@@ -142,15 +142,21 @@ def archive_pickle_scans(reader: Any, depth: int = 0, prefix: str = "",
 def archive_pickle_findings(reader: Any, cache: Any = None) -> list[dict]:
     """The pickle findings (CP330-CP338) for the pickles of a TorchScript archive (see the module docs)."""
     scans, refused = archive_pickle_scans(reader, cache=cache)
-    return refused + list(pickle_findings(reader.path, scans, torchscript_reader(reader)))
+    return refused + list(pickle_findings(reader.path, scans, torchscript_reader(reader), _allowed(reader.policy)))
 
 
-def pickle_reports(scans: Iterable[PickleScan], torchscript: bool = False) -> list[dict]:
+def _allowed(policy: Any) -> frozenset[str]:
+    """The globals a trusted configuration allows (``allow-globals``)."""
+    return frozenset(getattr(policy, "allow_globals", None) or ())
+
+
+def pickle_reports(scans: Iterable[PickleScan], torchscript: bool = False,
+                   allowed: frozenset[str] = frozenset()) -> list[dict]:
     """Each scan as a ``PickleReport`` (plain data, its ``model_dump(mode="json")``):
     ``dangerous`` the known gadgets, ``unknown`` every other global that is not silent."""
     out = []
     for s in scans:
-        kinds = {g: verdict(s, g, torchscript) for g in s.globals}
+        kinds = {g: verdict(s, g, torchscript, allowed) for g in s.globals}
         out.append({"entry": s.entry, "globals": list(s.globals), "opcodes": s.ops,
                     "dangerous": [g for g in s.globals if kinds[g] == "dangerous"],
                     "unknown": [g for g in s.globals if kinds[g] not in ("dangerous", "silent")],
@@ -184,10 +190,10 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
         try:
             scans, refused = archive_pickle_scans(reader)
             torchscript = torchscript_reader(reader)
-            out = [*reader.findings, *refused, *pickle_findings(path, scans, torchscript)]
+            out = [*reader.findings, *refused, *pickle_findings(path, scans, torchscript, _allowed(policy))]
         finally:
             reader._zf.close()
-        return Checked("archive", True, pickles=pickle_reports(scans, torchscript),
+        return Checked("archive", True, pickles=pickle_reports(scans, torchscript, _allowed(policy)),
                        findings=[_finding(f) for f in out])
     if kind.kind == "lfs_pointer":
         raw = data if data is not None else _head(path, 1024)
@@ -227,8 +233,9 @@ def scan_input(path: str, kind: FileKind, policy: Any, data: Optional[bytes] = N
     if kind.kind == "checkpoint" and kind.detail in ("legacy", "legacy tar"):
         content += ", legacy format" if kind.detail == "legacy" else ", legacy tar format"
     summary = whole(code, content=content, pickles=len(scans), globals=len({g for s in scans for g in s.globals}))
-    out = [summary, *findings, *pickle_findings(path, scans, torchscript)]
-    return Checked(kind.kind, True, pickles=pickle_reports(scans, torchscript), findings=[_finding(f) for f in out])
+    out = [summary, *findings, *pickle_findings(path, scans, torchscript, _allowed(policy))]
+    return Checked(kind.kind, True, pickles=pickle_reports(scans, torchscript, _allowed(policy)),
+                   findings=[_finding(f) for f in out])
 
 
 def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> Checked:
