@@ -641,5 +641,19 @@ def test_ifs_of_a_submodule_never_called_are_neither():
     assert {i.reason for i in on.ifs} == {"present"}
 
 
+
+def test_literal_arguments_of_an_inlined_function_decide_its_ifs():
+    """nn.Embedding calls F.embedding with its constants printed as literals (padding_idx=None,
+    max_norm=None): the inlined function's `if padding_idx is not None` is else, and the ifs
+    inside its then branch were not reached.  A branch whose calls are in the trace reads present."""
+    report = diff_paths(*archive_pair("nn_embedding"))
+    assert [(i.line, i.taken, i.reason) for i in report.ifs] == [
+        (9, "else", "call_argument"), (11, "neither", "inlined"), (13, "neither", "inlined"),
+        (19, "neither", "inlined"), (21, "neither", "inlined"), (33, "else", "call_argument")]
+    softmax = diff_paths(*archive_pair("nn_softmax"))  # F.softmax(x, 1, _stacklevel=5): dim is not None
+    assert [(i.function.rsplit(".", 1)[-1], i.taken, i.reason) for i in softmax.ifs][-2:] == [
+        ("softmax", "else", "call_argument"), ("softmax", "then", "present")]
+
+
 if __name__ == "__main__":  # the figure docs/diff.md states: PYTHONPATH=. python tests/test_diff.py
     print(accuracy_line())

@@ -21,7 +21,7 @@ see :mod:`codeparse.trace.compare`."""
 
 DiffReason = Literal[
     "present", "absent", "raises", "not_run", "no_evidence", "indistinguishable", "tie",
-    "tracing_predicate", "inlined", "mixed", "kept", "loop_passes", "not_described", "constant", "not_called",
+    "tracing_predicate", "inlined", "mixed", "kept", "loop_passes", "not_described", "constant", "not_called", "call_argument",
 ]
 """Why a diff answered as it did (a closed list; see ``IfDiff.reason``)."""
 
@@ -66,7 +66,8 @@ class IfDiff(Node):
         "`passes` per pass shown); `not_described` (the script makes a call there unconditionally that the "
         "trace lacks altogether, as where the compiler folded `torch.jit.is_scripting()`: `unknown`); "
         "`constant` (archive mode: the trace's stored constants match a literal of this branch only); "
-        "`not_called` (the `if` belongs to a submodule the trace never calls: `neither`)."
+        "`not_called` (the `if` belongs to a submodule the trace never calls: `neither`); `call_argument` "
+        "(the condition reads parameters of an inlined function that its call site passes as literals)."
     )
     evidence: list[DiffCall] = Field(description="Calls of the taken branch that the trace has, in order.")
     missing: list[DiffCall] = Field(

@@ -63,6 +63,9 @@ and the trace events matched inside it; each loop records its passes.  Per ``if`
   altogether lies near: the text does not describe the run there (:func:`_not_described`);
 * ``neither``/``not_called``: the ``if`` belongs to a submodule the trace never calls
   (:func:`_not_called`).
+* ``then``/``else`` with reason ``call_argument``: the condition reads parameters of an inlined
+  function that its call site passes as literals (``padding_idx=None``), which no statement of
+  the body assigns (:func:`~codeparse.trace.evidence.bound_value`).
 
 A *lost call* is a submodule call of the script that the path never matches and
 that appears nowhere in the trace.  An
@@ -107,7 +110,7 @@ from .events import (
     LoopNode,
     _events_in,
 )
-from .evidence import LiteralCheck, classify_run, must_tell, raises, telling_labels, tracing_value
+from .evidence import LiteralCheck, bound_value, classify_run, must_tell, raises, telling_labels, tracing_value
 from .sides import Side, Unit, load_side, overload_base, side_from_texts
 
 __all__ = [
@@ -359,7 +362,7 @@ def diff_functions(s_tree: FunctionTree, t_fn: Function, t_unit: Unit, *,
         for _, n in group:
             answer_of[n.index] = len(ifs)
         ifs.append(_if_diff([n for _, n in group], runs, callee, tcall, origins, False, forced_costs,
-                            inlined=True))
+                            inlined=True, node_trees=[c for c, _ in group]))
     ifs = _uncounted_passes(s_tree.items, ifs, answer_of, loop_execs, s_tree)
     ifs = _not_described(s_tree, ifs, answer_of, matched_ids, trace_labels)
     ifs = _unsure_skips(s_tree.items, ifs, answer_of, if_execs, loop_execs)
@@ -553,7 +556,7 @@ def _unsure_skips(items: list, ifs: list[IfDiff], answer_of: dict[int, int], if_
                 if answer is not None and doubt:
                     if (not ran and answer.taken == "neither" and answer.reason in ("not_run", "inlined")) or (
                             ran and answer.taken in ("then", "else")
-                            and answer.reason in ("absent", "raises", "tracing_predicate")):
+                            and answer.reason in ("absent", "raises", "tracing_predicate", "call_argument")):
                         out[pos] = answer = answer.model_copy(update={
                             "taken": "unknown", "reason": "no_evidence", "executions": [], "passes": []})
                 if not ran:
@@ -604,6 +607,10 @@ def _static_branch(node: IfNode, tree: FunctionTree) -> Optional[tuple[str, str]
     # `_is_tracing` with real logic in its body is user code (codeparse/infer/conditions.py)
     if predicate is not None and stmt.condition.kind == "runtime":
         return ("then" if predicate else "else"), "tracing_predicate"
+    # a condition on parameters that the (inlined) function's call site binds to literals
+    bound = bound_value(stmt.condition.resolved or stmt.condition.text, tree.grammar, tree.bindings)
+    if bound is not None:
+        return ("then" if bound else "else"), "call_argument"
     text = tree.unit.text
 
     def text_of(event: Event) -> str:
@@ -637,8 +644,10 @@ def static_branches(tree: FunctionTree) -> dict[int, str]:
 
 
 def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall, origins: dict,
-             kept: bool, forced_costs, inlined: bool = False) -> IfDiff:
-    """The answer for one ``if`` (``nodes``: its copies, one per inlined call site)."""
+             kept: bool, forced_costs, inlined: bool = False,
+             node_trees: Optional[list[FunctionTree]] = None) -> IfDiff:
+    """The answer for one ``if`` (``nodes``: its copies, one per inlined call site, in the callee
+    trees ``node_trees``)."""
     node = nodes[0]
     stmt = node.stmt
     path = tree.unit.code_file.path
@@ -659,8 +668,12 @@ def _if_diff(nodes: list[IfNode], execs: list[_Exec], tree: FunctionTree, tcall,
         missing = [_dcall(e, None) for e in _events_in(node.then + node.orelse) if e.telling]
         return answer("neither", "inlined" if inlined else "not_run", missing=missing)
     static = _static_branch(node, tree)
+    if static is not None and node_trees and any(_static_branch(n, t) != static for n, t in zip(nodes, node_trees)):
+        static = None  # call sites that bind its parameters differently
     if static is not None:
         taken, reason = static
+        if reason == "call_argument" and all(ex.matched for ex in execs):
+            reason = "present"  # the calls of the branch the arguments choose are in the trace
         return answer(taken, reason, evidence, executions=[taken] * len(execs))
     if telling_labels(node.then) == telling_labels(node.orelse) and node.loop_flag is None:
         if not telling_labels(node.then):

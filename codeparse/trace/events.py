@@ -197,6 +197,35 @@ def _events_in(items: list) -> Iterable[Event]:
             yield from _events_in(item.body)
 
 
+def literal_value(node, text: str) -> object:
+    """The value of a literal (``None``, ``True``, ``2``, ``0.5``, ``"reflect"``); ``...`` otherwise."""
+    if isinstance(node, Name):
+        return {"True": True, "False": False, "None": None}.get(node.id, ...)
+    if isinstance(node, Const):
+        import ast
+
+        try:
+            value = ast.literal_eval(node.text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return ...
+        return value if isinstance(value, (int, float, str)) else ...
+    return ...
+
+
+def _assigned(stmts: list[Stmt], text: str, names) -> set[str]:
+    """Names a block assigns (``for`` targets included)."""
+    out: set[str] = set()
+    for s in stmts:
+        if s.kind == "assign":
+            out.update(names.findall(s.group("targets") or ""))
+        elif s.kind == "for":
+            out.update(names.findall(s.group("target") or ""))
+        out |= _assigned(s.body, text, names)
+        if s.orelse:
+            out |= _assigned(s.orelse, text, names)
+    return out
+
+
 def _condition_only(stmts: list[Stmt], text: str, names) -> set[str]:
     """Names whose values reach only ``if``/``while`` tests (so a trace drops them)."""
     uses: dict[str, list[Optional[tuple[str, ...]]]] = {}
@@ -453,7 +482,7 @@ class FunctionTree:
     def __init__(self, fn: Function, unit: Unit, module: str, trace: bool = False,
                  resolver: Optional[Resolver] = None, root: Optional["FunctionTree"] = None,
                  stack: tuple[str, ...] = (), cls=None, prefix: str = "self",
-                 keep: frozenset = frozenset()):
+                 keep: frozenset = frozenset(), bindings: Optional[dict[str, object]] = None):
         self.fn = fn
         self.trace = trace
         self.unit = unit
@@ -461,6 +490,8 @@ class FunctionTree:
         self.cls = cls
         self.prefix = prefix
         self.keep = keep
+        # parameter -> the literal its (one) call site passes, for parameters the body never assigns
+        self.bindings: dict[str, object] = dict(bindings or {})
         self.grammar = load_grammar(unit.code_file.grammar)
         self.resolver = resolver
         self.root = root or self  # inlined callees share the root's numbering
@@ -488,9 +519,31 @@ class FunctionTree:
             if not trace:
                 self._dead, self._maybe_dead = _liveness(stmt.body, unit.text, names)
             self._scalars = _Scalars(stmt.body, fn, unit.text, self.reader, names, self.grammar, self._returns)
+            if self.bindings:
+                assigned = _assigned(stmt.body, unit.text, names)
+                self.bindings = {k: v for k, v in self.bindings.items() if k not in assigned}
             self.items = self._block(stmt.body)
         else:  # the def was not found again: a flat list of its calls
             self.items = self._simple(list(fn.calls), False)
+
+    def _bound(self, call: Call, callee: Function) -> dict[str, object]:
+        """The callee's parameters that this call passes a literal (``None``, ``True``, a number, a
+        string) or a parameter of its own bound to one."""
+        node = self._node(call)
+        if node is None:
+            return {}
+        params = [p.name for p in callee.signature.params]
+        if call.kind != "function" and params[:1] == ["self"]:
+            params = params[1:]
+        out: dict[str, object] = {}
+        pairs = list(zip(params, node.args)) + [(k, v) for k, v in node.keywords if k in params]
+        for name, arg in pairs:
+            value = literal_value(arg, self.unit.text)
+            if value is ... and isinstance(arg, Name) and arg.id in self.bindings:
+                value = self.bindings[arg.id]
+            if value is not ...:
+                out[name] = value
+        return out
 
     def _returns(self, node: CallExpr) -> Optional[str]:
         """The declared return type of the callee of ``node``, when the input holds its code."""
@@ -559,6 +612,7 @@ class FunctionTree:
             return None
         fn, unit, cls, prefix = found
         callee = FunctionTree(fn, unit, self.module, self.trace, self.resolver, self.root, self.stack,
+                              bindings=self._bound(call, fn),
                               cls=cls, prefix=prefix, keep=self.keep)
         self.root.inlined.append(callee)
         return callee.items

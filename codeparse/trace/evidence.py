@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, ExpressionReader, Name
-from .events import RAISE, UNUSED_STUB, Event, IfNode, LoopNode, _events_in
+from .events import RAISE, UNUSED_STUB, Event, IfNode, LoopNode, _events_in, literal_value
 
 __all__ = ["must_tell", "may_tell", "raises", "tracing_value", "classify_run", "telling_labels", "LiteralCheck"]
 
@@ -68,22 +68,31 @@ def _callee_name(node: CallExpr, text: str) -> str:
     return text[node.func.start:node.func.end].rsplit(".", 1)[-1]
 
 
-def _value(node, text: str) -> Optional[object]:
-    """True/False/None(-the-value) when known inside a trace; ``...`` when unknown."""
+def _value(node, text: str, bindings: Optional[dict] = None) -> Optional[object]:
+    """True/False/None(-the-value) when known inside a trace; ``...`` when unknown.  With
+    ``bindings`` (a parameter -> the literal its call site passes), literals and those
+    parameters have their values, and nothing is a tracing predicate."""
+    if bindings is not None:
+        if isinstance(node, Name) and node.id in bindings:
+            return bindings[node.id]
+        if isinstance(node, (Name, Const)):
+            return literal_value(node, text)
     if isinstance(node, Name):
         return {"True": True, "False": False, "None": None}.get(node.id, ...)
     if not isinstance(node, CallExpr):
         return ...
     name = _callee_name(node, text)
+    if bindings is not None and name not in _NOT | _BOOL | _EQ | _NE | _IS | _ISNOT:
+        return ...
     if name in TRACING_TRUE and not node.args:
         return True
     if name in TRACING_FALSE and not node.args:
         return False
     if name in _NOT | _BOOL and len(node.args) == 1:
-        v = _value(node.args[0], text)
+        v = _value(node.args[0], text, bindings)
         return v if v is ... else (not v if name in _NOT else bool(v))
     if name in _EQ | _NE | _IS | _ISNOT and len(node.args) == 2:
-        a, b = (_value(x, text) for x in node.args)
+        a, b = (_value(x, text, bindings) for x in node.args)
         if a is ... or b is ...:
             return ...
         if name in _IS | _ISNOT:
@@ -104,6 +113,15 @@ def tracing_value(condition: str, grammar) -> Optional[bool]:
     if v is ... or v is None:
         return None if v is ... else False
     return bool(v)
+
+
+def bound_value(condition: str, grammar, bindings: dict) -> Optional[bool]:
+    """The value of a condition that rests on literals and parameters bound to literals only."""
+    if not bindings or not any(name in condition for name in bindings):
+        return None
+    node = ExpressionReader(condition, grammar).read(0, len(condition))
+    v = _value(node, condition, bindings)
+    return v if isinstance(v, bool) else None
 
 
 def classify_run(node: IfNode, branch: str, matched: bool) -> tuple[str, str]:
