@@ -396,3 +396,20 @@ def test_scan_stream_walks_consecutive_pickles():
     # A loader reads what follows as a pickle too: the raw bytes are walked, and fail.
     assert [s.entry for s in scans] == ["legacy.pt", "legacy.pt#1", "legacy.pt#2"]
     assert scans[0].error is None and scans[1].error is None and scans[2].failure == "walk"
+
+
+@pytest.mark.parametrize("data, more, expected", [
+    (pickle.dumps({"a": [1, (2, 3)], "b": "x"}, protocol=0), False, True),
+    (pickle.dumps([1, "a", (None,)], protocol=1), False, True),
+    (b"N0" * 3000 + b"\x80\x02N.", True, True),  # a header behind padding: the window ends inside it
+    (b"X\x05\x00\x00\x00posixX\x06\x00\x00\x00system\x93X\x01\x00\x00\x00x\x85R", False, True),  # no STOP
+    (b"cos\nsystem\n(S'true'\ntR", False, True),
+    # TorchScript text: `class X:` reads as a GLOBAL of two lines, then the text ends
+    (b"class _RecordFunction:\n  capsule : Capsule\n", False, False),
+    (b"Notes about the model\n", False, False),
+    (b"# Title\n", False, False),
+])
+def test_protocol_0_and_1_pickles_are_recognised_by_a_walk(data, more, expected):
+    from codeparse.files.filekind import is_pickle
+
+    assert is_pickle(data, more=more) is expected

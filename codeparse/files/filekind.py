@@ -162,7 +162,7 @@ def _recognize(head: bytes, opener, max_entries: int, keep: bool = False) -> Fil
         return FileKind("checkpoint", detail="legacy")
     if head.startswith(LFS_MAGIC):
         return FileKind("lfs_pointer")
-    if is_pickle(head):
+    if is_pickle(head, more=len(head) >= _HEAD):
         return FileKind("pickle")
     return FileKind("other")
 
@@ -177,14 +177,18 @@ def looks_like_pickle(head: bytes) -> bool:
 _PICKLE_STARTS = frozenset(b"(}])NIJKLMFGSTUVXcio\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x93\x95")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _GLOBAL_OPS = frozenset(("GLOBAL", "INST"))
+# Opcodes that look a global up or call something: reached with the stack they need, the
+# loader has run code by then.
+_ACTING_OPS = frozenset(("STACK_GLOBAL", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "BUILD"))
 
 
-def is_pickle(data: bytes) -> bool:
-    """Whether ``pickle.loads`` would run something from ``data`` (its first bytes are enough):
-    a protocol 2-5 header, or a walk of its opcodes (:func:`pickletools.genops`, which builds
-    nothing) from the first byte that reaches ``STOP``, a global with a plausible name, or
-    the end of ``data`` before it fails: protocol 0 and 1 pickles have no header, and ``N0``
-    or other opcodes may come first."""
+def is_pickle(data: bytes, more: bool = False) -> bool:
+    """Whether ``pickle.loads`` would run something from ``data``, the first bytes of a file
+    (``more``: the file goes on past them): a protocol 2-5 header, or a walk of its opcodes
+    (:func:`pickletools.genops`, which builds nothing; the stack depth followed) from the
+    first byte that reaches ``STOP``, a global with a plausible name, an opcode that looks a
+    global up or calls with the stack it needs, or the end of ``data`` while the file goes
+    on.  Protocol 0 and 1 pickles have no header, and ``N0`` or other opcodes may come first."""
     import pickletools
 
     if looks_like_pickle(data[:2]):
@@ -192,6 +196,8 @@ def is_pickle(data: bytes) -> bool:
     if not data or data[0] not in _PICKLE_STARTS:
         return False
     ops = 0
+    depth = 0
+    marks: list[int] = []
     try:
         for op, arg, _pos in pickletools.genops(io.BytesIO(data)):
             ops += 1
@@ -200,9 +206,25 @@ def is_pickle(data: bytes) -> bool:
                 if _IDENTIFIER.fullmatch(module) and _IDENTIFIER.fullmatch(name):
                     return True
             if op.name == "STOP":
-                return ops > 1
+                return ops > 1 and depth == 1
+            before = op.stack_before
+            if pickletools.markobject in before:
+                if not marks:
+                    return False  # the loader fails here, having run nothing
+                depth = marks.pop()  # what is above the mark goes; what is below it is taken
+                before = before[:before.index(pickletools.markobject)]
+            if len(before) > depth:
+                return False
+            if op.name in _ACTING_OPS:
+                return True
+            depth -= len(before)
+            for item in op.stack_after:
+                if item is pickletools.markobject:
+                    marks.append(depth)
+                else:
+                    depth += 1
     except ValueError as exc:  # an unknown opcode or a bad argument; the end of data: maybe
-        return any(w in str(exc) for w in ("exhausted", "but only"))
+        return more and any(w in str(exc) for w in ("exhausted", "but only"))
     except Exception:  # noqa: BLE001 - anything else genops raises: no pickle
         return False
-    return True  # the data ends inside a pickle
+    return more  # the data ends inside what may be a pickle
