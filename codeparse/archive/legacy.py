@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from posixpath import basename, dirname
 from typing import Any, Iterable, Mapping, Optional
 
-from ..pickles.safepickle import JSON_SAFE, BoundedUnpickler, PickleLimit, safe_int
+from ..pickles.safepickle import JSON_SAFE, OpaqueUnpickler, PickleLimit, safe_int
 
 __all__ = [
     "LEGACY_GRAMMAR",
@@ -512,22 +512,6 @@ class BytecodeInfo:
     operators: tuple[str, ...]  # `aten::add.Tensor`, each once, in first-use order
 
 
-class _Opaque:
-    """Stands for any object the pickle would have built from a class: never imported."""
-
-    qualified = "?"
-
-    def __init__(self, *args: Any):
-        self.args = args
-        self.state: Any = None
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-    def __repr__(self) -> str:
-        return f"<{self.qualified}>"
-
-
 #: Objects a ``bytecode.pkl`` may build (opcodes included); a real one builds a few per
 #: byte, and a 30 MB pickle of memoised globals stops here in a second or two.
 MAX_BYTECODE_OBJECTS = 2_000_000
@@ -535,36 +519,9 @@ MAX_BYTECODE_OBJECTS = 2_000_000
 MAX_BYTECODE_GLOBALS = 10_000
 
 
-class _PlainUnpickler(BoundedUnpickler):
-    """Builds tuples, lists, dicts, strings and numbers; every global becomes an :class:`_Opaque`.
-
-    ``find_class`` never imports anything (each global it names becomes an empty
-    subclass of :class:`_Opaque`, made once per name), and persistent ids (tensor
-    storages) become opaque too, so reading a hostile pickle runs no code.  It is a
-    :class:`~codeparse.pickles.safepickle.BoundedUnpickler`: memo indices, objects built and
-    integers are bounded.
-    """
-
-    def __init__(self, data: bytes):
-        super().__init__(data, MAX_BYTECODE_OBJECTS)
-        self._classes: dict[tuple[str, str], type] = {}
-
-    def find_class(self, module: str, name: str):  # noqa: D102
-        key = (module, name)
-        found = self._classes.get(key)
-        if found is None:
-            if len(self._classes) >= MAX_BYTECODE_GLOBALS:
-                raise PickleLimit(f"more than {MAX_BYTECODE_GLOBALS} distinct globals")
-            found = self._classes[key] = type("Opaque", (_Opaque,), {"qualified": f"{module}.{name}"})
-        return found
-
-    def persistent_load(self, pid: Any) -> _Opaque:  # noqa: D102
-        return _Opaque(pid)
-
-
 def _plain_load(data: bytes) -> Any:
     try:
-        return _PlainUnpickler(data).load()
+        return OpaqueUnpickler(data, MAX_BYTECODE_OBJECTS, MAX_BYTECODE_GLOBALS).load()
     except PickleLimit:
         raise
     except RecursionError:

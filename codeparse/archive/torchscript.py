@@ -298,6 +298,23 @@ class OpenedArchive:
     def root_class(self) -> Optional[str]:
         return self.legacy_root or _root_class(self.reader, self.root_name)
 
+    def saved_values(self) -> Optional[Any]:
+        """The plain attribute values ``data.pkl`` saves, per class
+        (:class:`codeparse.rules.saved.SavedValues`), read on the first call; None when
+        there is no ``data.pkl`` or it cannot be read within the limits."""
+        if not hasattr(self, "_saved"):
+            self._saved = None
+            name = f"{self.reader.root}/data.pkl"
+            if not self.legacy and name in self.reader:
+                from .attributes import read_saved_values
+
+                try:
+                    data = self.reader.read(name)
+                except EntryRefused:
+                    return None
+                self._saved = read_saved_values(data)
+        return self._saved
+
     def code_text(self, display: str) -> Optional[str]:
         """The text of one code file, as its spans index it (None for a model.json archive,
         whose files codeparse.archive.legacy builds)."""
@@ -487,6 +504,7 @@ def read_archive(path: str | os.PathLike, policy: Optional[Policy] = None,
 
 def archive_of(opened: OpenedArchive, extras: Optional[dict] = None) -> Archive:
     """The :class:`Archive` of an archive open for reading (:func:`read_archive`)."""
+    from ..rules.saved import saved_branches
     from ..text.program import resolve
 
     files = opened.files
@@ -497,12 +515,14 @@ def archive_of(opened: OpenedArchive, extras: Optional[dict] = None) -> Archive:
     archive = resolve(
         path=opened.path, layout=opened.layout, root=opened.reader.root, version=opened.version,
         entries=opened.count, files=files, maps=maps, root_class=root_class, findings=findings,
+        adjust=lambda per_file: saved_branches(per_file, opened.saved_values),
     )
     if extras is not None:
         extras["offset_maps"] = opened.line_maps
         extras["traced"] = opened.traced
         extras["files"] = files
         extras["text"] = opened.code_text
+        extras["saved"] = opened.saved_values()
     return archive
 
 

@@ -268,8 +268,12 @@ def _archive_checked(opened: Any, policy: Any, cache: Any) -> tuple[Checked, Any
     ``open_archive`` reads all of it."""
     if policy.target == "export":
         return _archive_export_checked(opened, policy)
+    from ..rules.saved import saved_branches
+
     program, analysis = _program(opened, cache)
-    per_file = _located(opened, program["per_file"], policy)
+    # Branches on module state that the saved values decide say so (after the content
+    # cache, whose key does not cover data.pkl).
+    per_file = _located(opened, saved_branches(program["per_file"], opened.saved_values), policy)
     head = opened.findings + program["parse_findings"] + opened.debug_findings() + opened.tail_findings()
     findings = _head_findings(head, policy) + per_file
     return Checked("archive", True, findings, files=program["files"], branches=program["live"]), analysis
@@ -290,7 +294,7 @@ def _archive_export_checked(opened: Any, policy: Any) -> tuple[Checked, Any]:
         return opened.line_maps.get(display)
 
     found, verdict = archive_export_data(files, analysis.reachable, archive_locate(offset_map, opened.origins),
-                                         opened.traced, analysis, opened.code_text)
+                                         opened.traced, analysis, opened.code_text, opened.saved_values)
     per_file = _located(opened, ((cf["path"], analysis.file_findings(cf["path"])) for cf in files), policy)
     head = opened.findings + opened.debug_findings() + opened.tail_findings()
     findings = _with_export(_head_findings(head, policy) + per_file, found, [cf["path"] for cf in files])

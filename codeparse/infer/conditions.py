@@ -931,6 +931,25 @@ class Inference:
         return self._visit(value, d.scopes)
 
     # -- calls -----------------------------------------------------------------
+    def _listed(self, node: Expr) -> bool:
+        """``node`` is ``t.tolist()`` (through locals and ``annotate``)."""
+        for _ in range(_MAX_RESOLVE_DEPTH):
+            if isinstance(node, Name):
+                d = self.single_def(node.id)
+                node = self.value_of(d) if d is not None else None
+                if node is None:
+                    return False
+                continue
+            if not isinstance(node, CallExpr):
+                return False
+            kind, target = self.callee_target(node.func)
+            if kind == "intrinsic" and target in self.sem.value_intrinsics and node.args:
+                node = node.args[-1]
+                continue
+            op = self._method_operator(node) or (target if kind == "operator" else None)
+            return bool(op) and op.rpartition(":")[2] == "tolist"
+        return False
+
     def _method_operator(self, node: CallExpr) -> Optional[str]:
         """``lengths.tolist()`` on a Tensor local: the operator ``aten::tolist``."""
         func = node.func
@@ -1072,7 +1091,8 @@ class Inference:
         pins: Optional[set[tuple[str, str]]] = None
         if role is not None:
             if role == "tensor_only":
-                mark = "tensor_shape" if (args and self._is_tensor(args[0])) else None
+                # `len(t)`, and `len(t.tolist())`: the list's length is t's size, not its values.
+                mark = "tensor_shape" if (args and (self._is_tensor(args[0]) or self._listed(args[0]))) else None
             elif role == "conversion":
                 mark = "tensor_value" if (args and self._is_tensor(args[0])) else None
             elif len(args) == 2:  # a comparison

@@ -51,6 +51,9 @@ class ExportTable:
         self.size_arguments = frozenset(table["size_arguments"])
         self.shape_reads = frozenset(table["shape_reads"])
         self.conversions = frozenset(table["scalar_conversions"])
+        self.number_conversions = frozenset(table["number_conversions"])
+        self.item_reads = frozenset(table["item_reads"])
+        self.value_reading = dict(table["value_reading_arguments"])
 
 
 @functools.cache
@@ -262,17 +265,93 @@ class FunctionDataDependence:
         return frozenset(found) if hit else _NOT
 
     def conversions(self, calls: list[dict]) -> list[tuple[int, int]]:
-        """Spans of ``int``/``float``/``bool`` calls on tensor values among ``calls``."""
+        """Spans of ``int``/``float``/``bool`` calls on tensor values among ``calls``: of a
+        tensor not built from literals alone, or ``int``/``float`` of a number ``item()``
+        read from a tensor (export cannot specialize that unbacked number); and of the
+        operators that read a tensor argument's values (``value_reading_arguments``)."""
         out = []
+        reading = self.table.value_reading
         for call in calls:
             target = call.get("target") or ""
-            if call["kind"] != "operator" or target.rpartition(":")[2] not in self.table.conversions:
+            name = target.rpartition(":")[2]
+            if call["kind"] != "operator" or (name not in self.table.conversions and name not in reading):
                 continue
             span = call["span"]
             node = self.inf.tree((span["start"], span["end"]))
-            if isinstance(node, CallExpr) and node.args and self._is_tensor_operand(node.args[0]):
+            if not isinstance(node, CallExpr) or not node.args:
+                continue
+            if name in reading:  # `torch.lstm(data, batch_sizes, ...)`: reads batch_sizes' values
+                # The other overloads take a list there (`lstm(input, [h, c], ...)`, int[] lengths).
+                if self._reads_values(node, reading[name]):
+                    out.append((span["start"], span["end"]))
+                continue
+            arg = node.args[0]
+            if self._is_tensor_operand(arg):
+                if not self.literal(arg, 0):
+                    out.append((span["start"], span["end"]))
+            elif name in self.table.number_conversions and self._item_number(arg, 0) is not None:
                 out.append((span["start"], span["end"]))
         return out
+
+    def _listed(self, node: Expr) -> bool:
+        return isinstance(node, Seq) or (self.inf.expr_type(node) or "").startswith("List")
+
+    def _reads_values(self, node: CallExpr, rule: dict) -> bool:
+        """The overload of ``node`` that reads the values of its argument ``rule["read"]``:
+        a tensor there (not a list, not a literal), and a list at ``rule["list"]``."""
+        args = node.args
+        read, listed = rule["read"], rule.get("list")
+        if len(args) <= max(read, listed or 0):
+            return False
+        if listed is not None and not self._listed(args[listed]):
+            return False
+        arg = args[read]
+        return not isinstance(arg, Const) and not self._listed(arg) and not self.literal(arg, 0)
+
+    def literal(self, node: Expr, depth: int) -> bool:
+        """``node``'s value is built from literals alone (``torch.tensor(4.).log2()``): no data."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, Const):
+            return True
+        if isinstance(node, Name):
+            if node.id in self.inf.sem.literals:
+                return True
+            defs = self._defs(node.id)
+            return bool(defs) and all(self.literal(self.inf.value_of(d), depth + 1) for d in defs
+                                      if self.inf.value_of(d) is not None)
+        if isinstance(node, Seq):
+            return all(self.literal(i, depth + 1) for i in node.items)
+        if isinstance(node, CallExpr):
+            kind, _ = self._op(node)
+            if kind not in ("operator", "intrinsic"):
+                return False
+            # A method on a local (`t.log2()`) reads its receiver; `torch.log2(t)` does not.
+            receiver = [node.func.value] if self.inf._method_operator(node) is not None else []
+            return all(self.literal(a, depth + 1) for a in [*receiver, *node.args, *(v for _, v in node.keywords)])
+        return False
+
+    def _item_number(self, node: Expr, depth: int) -> Optional[Expr]:
+        """The tensor ``node``'s number was read from by ``item()`` (through locals), or None."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(node, Name):
+            for d in self._defs(node.id):
+                value = self.inf.value_of(d)
+                found = self._item_number(value, depth + 1) if value is not None else None
+                if found is not None:
+                    return found
+            return None
+        if isinstance(node, CallExpr):
+            kind, name = self._op(node)
+            if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
+                return self._item_number(node.args[-1], depth + 1)
+            if kind == "operator" and name in self.table.item_reads:
+                read = node.func.value if self.inf._method_operator(node) is not None else (
+                    node.args[0] if node.args else None)
+                if read is not None and not self.literal(read, depth + 1):
+                    return read
+        return None
 
 
 def _union(results) -> Optional[frozenset]:

@@ -26,7 +26,8 @@ import re
 from struct import Struct, error as StructError, unpack
 from typing import Any, Callable, Collection, Mapping
 
-__all__ = ["PickleLimit", "BoundedUnpickler", "JSON_SAFE", "safe_int", "NotPlain", "load_plain"]
+__all__ = ["PickleLimit", "BoundedUnpickler", "Opaque", "OpaqueUnpickler", "JSON_SAFE", "safe_int", "NotPlain",
+           "load_plain"]
 
 #: Largest integer a JSON reader keeps exactly (2**53 - 1); numbers read from an input
 #: that reach an output must lie within it.
@@ -106,6 +107,50 @@ class BoundedUnpickler(_Unpickler):
     dispatch[pickle.BINPUT[0]] = _binput
     dispatch[pickle.LONG_BINPUT[0]] = _long_binput
     dispatch[pickle.LONG4[0]] = _long4
+
+
+class Opaque:
+    """Stands for any object a pickle would have built from a class: never imported."""
+
+    qualified = "?"
+
+    def __init__(self, *args: Any):
+        self.args = args
+        self.state: Any = None
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+    def __repr__(self) -> str:
+        return f"<{self.qualified}>"
+
+
+class OpaqueUnpickler(BoundedUnpickler):
+    """Builds tuples, lists, dicts, strings and numbers; every global becomes an :class:`Opaque`.
+
+    ``find_class`` never imports anything (each global it names becomes an empty
+    subclass of :class:`Opaque`, made once per name, at most ``max_globals``), and
+    persistent ids (tensor storages) become opaque too, so reading a hostile pickle runs
+    no code.  Memo indices, objects built and integers are bounded as for every
+    :class:`BoundedUnpickler`.
+    """
+
+    def __init__(self, data: bytes, max_objects: int, max_globals: int):
+        super().__init__(data, max_objects)
+        self.max_globals = max_globals
+        self._classes: dict[tuple[str, str], type] = {}
+
+    def find_class(self, module: str, name: str):  # noqa: D102 - pickle API
+        key = (module, name)
+        found = self._classes.get(key)
+        if found is None:
+            if len(self._classes) >= self.max_globals:
+                raise PickleLimit(f"more than {self.max_globals} distinct globals")
+            found = self._classes[key] = type("Opaque", (Opaque,), {"qualified": f"{module}.{name}"})
+        return found
+
+    def persistent_load(self, pid: Any) -> Opaque:  # noqa: D102 - pickle API
+        return Opaque(pid)
 
 
 class NotPlain(Exception):

@@ -99,21 +99,41 @@ def _condition_finding(path: str, function: str, what: str, span: dict, cond: di
 
 # (qualified function, offset) -> the guards of that position (plain), or None when the
 # saved module state never runs it.
-GuardsOf = Callable[[str, int], Optional[list[dict]]]
+class _Plain:
+    """What the rules know beyond one function when there is no program: no guards, no
+    saved values, no callers."""
+
+    def of(self, qualified: str, offset: int) -> Optional[list[dict]]:
+        """The guards of a position (:meth:`codeparse.pathguards.PathGuards.of`)."""
+        return []
+
+    def decide(self, path: str, fn: dict, if_: dict) -> Optional[tuple[str, str]]:
+        """The side the saved values take at an ``if``, and why (see :func:`decider`)."""
+        return None
+
+    def user_site(self, qualified: str) -> Optional[tuple[str, int]]:
+        """The user's line that calls a compiled helper (:meth:`~codeparse.pathguards.PathGuards.user_site`)."""
+        return None
+
+    def public(self, guards: list[dict]) -> list[dict]:
+        """Guards as a finding carries them (:meth:`~codeparse.pathguards.PathGuards.public`)."""
+        return []
 
 
-def _no_guards(qualified: str, offset: int) -> list[dict]:
-    return []
+_PLAIN = _Plain()
 
 
-def _guarded(f: dict, guards: list[dict]) -> dict:
+def _guarded(f: dict, guards: list[dict], paths: Any) -> dict:
     """The finding with its guards; a blocker under a guard the call chooses is a warning
     that says when export fails."""
-    from .pathguards import conditional, guard_text, public
+    from .pathguards import conditional, guard_text
 
-    f["guards"] = public(guards)
+    f["guards"] = paths.public(guards)
+    decided = [g["decided"] for g in guards if g["decided"]]
+    if f["code"] in BLOCKING and decided and not conditional(guards):
+        f["message"] += f"; the saved module reaches it on every call: {', '.join(dict.fromkeys(decided))}"
     if f["code"] in BLOCKING and conditional(guards):
-        chosen = [g for g in guards if g["kind"] in ("argument", "attribute") and g["decided"] is None][-1]
+        chosen = [g for g in f["guards"] if g["kind"] in ("argument", "attribute") and g["decided"] is None][-1]
         f["severity"] = "warning"
         f["message"] += (f"; reached only {guard_text(chosen)} ({chosen['kind']}, {chosen['path']}:{chosen['line']}), "
                          "so export fails only for calls that take that branch")
@@ -121,7 +141,19 @@ def _guarded(f: dict, guards: list[dict]) -> dict:
     return f
 
 
-def _function_findings(path: str, fn: dict, locate: Locate, guards_of: GuardsOf = _no_guards) -> list[dict]:
+def _at_user_line(f: dict, qualified: str, paths: Any) -> dict:
+    """A finding whose origin is a compiled helper (``<string>``) is located at the user's
+    line that calls the helper; the helper's line stays as related."""
+    origin = f["origin"]
+    if origin is not None and origin["path"].startswith("<"):
+        site = paths.user_site(qualified)
+        if site is not None:
+            f["related"] = [origin] + [r for r in f["related"] if r != origin]
+            f["origin"] = {"path": site[0], "line": site[1]}
+    return f
+
+
+def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN) -> list[dict]:
     out: list[dict] = []
     covered: list[tuple[int, int]] = []  # conditions' tests and the conversions they rest on
     name = fn["qualified_name"]
@@ -133,22 +165,28 @@ def _function_findings(path: str, fn: dict, locate: Locate, guards_of: GuardsOf 
             span = block["span"]
             covered.append((span["start"], span["end"]))
             covered.extend((s["start"], s["end"]) for s in cond["related"])
-            guards = guards_of(name, span["start"])
+            guards = paths.of(name, span["start"])
             if guards is None:  # a branch the saved state never runs
                 continue
             f = _condition_finding(path, name, what, span, cond, locate)
-            if f is not None:
-                out.append(_guarded(f, guards))
+            if f is None:
+                continue
+            taken = paths.decide(path, fn, block) if what == "branch" and cond["kind"] == "attribute" else None
+            if taken is not None:  # the saved values fix the branch: nothing for export to choose
+                f["args"]["decided"] = taken[1]
+                f["message"] += f"; the saved module takes the {taken[0]} branch: {taken[1]}"
+            out.append(_at_user_line(_guarded(f, guards, paths), name, paths))
     for conv in fn["scalar_conversions"]:
         start = conv["start"]
         if any(a <= start < b for a, b in covered):
             continue
-        guards = guards_of(name, start)
+        guards = paths.of(name, start)
         if guards is None:
             continue
         origin = locate(path, start, conv["line"])
         text = excerpt(_conversion_text(fn, start))
-        out.append(_guarded(_finding("CP405", path, conv, origin, [], conversion=text, function=name), guards))
+        f = _finding("CP405", path, conv, origin, [], conversion=text, function=name)
+        out.append(_at_user_line(_guarded(f, guards, paths), name, paths))
     return out
 
 
@@ -159,14 +197,14 @@ def _conversion_text(fn: dict, start: int) -> str:
     return "int(…)"
 
 
-def _file_findings(cf: dict, live: Optional[set[str]], locate: Locate, guards_of: GuardsOf = _no_guards) -> list[dict]:
+def _file_findings(cf: dict, live: Optional[set[str]], locate: Locate, paths: Any = _PLAIN) -> list[dict]:
     """The findings of one code file's functions (those in ``live``; all with None), by position."""
     path = cf["path"]
     out: list[dict] = []
     for fns in [c["methods"] for c in cf["classes"]] + [cf["functions"]]:
         for fn in fns:
             if live is None or fn["qualified_name"] in live:
-                out.extend(_function_findings(path, fn, locate, guards_of))
+                out.extend(_function_findings(path, fn, locate, paths))
     out.sort(key=lambda f: f["span"]["start"] if f["span"] else -1)
     return out
 
@@ -192,6 +230,8 @@ def verdict_data(findings: Iterable[dict], traced: bool = False) -> dict:
             elif loc not in blocked:
                 blocked.append(loc)
         elif code in ("CP403", "CP404"):
+            if f["args"].get("decided"):
+                continue  # the saved module's values fix it: no choice left for the example
             if _in_library(f):
                 library_specializations += 1
             else:
@@ -249,23 +289,27 @@ def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origi
 
 def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Locate,
                         traced: bool = False, analysis: Any = None,
-                        text: Optional[Callable[[str], Optional[str]]] = None) -> tuple[list[dict], dict]:
+                        text: Optional[Callable[[str], Optional[str]]] = None,
+                        saved: Optional[Callable[[], Any]] = None) -> tuple[list[dict], dict]:
     """CP401-CP406 for the functions reachable from ``forward`` (all when nothing is
     reachable) of an archive's code files (plain data, ``CodeFile.model_dump(mode="json")``),
     and the verdict: plain data, as ``check`` reports them.
 
     With ``analysis`` (:class:`codeparse.text.program.Analysis`: its call sites and entry
     points) and ``text`` (a code file's text by path), each finding carries its guards
-    (:mod:`codeparse.rules.pathguards`)."""
+    (:mod:`codeparse.rules.pathguards`); ``saved`` gives the archive's saved attribute values
+    (:class:`codeparse.rules.saved.SavedValues`, or None), asked once, when a guard on an
+    attribute is met: a branch they rule out gives no finding."""
     live = set(reachable) or None
-    guards_of: GuardsOf = _no_guards
+    paths: Any = _PLAIN
     if analysis is not None:
         from .pathguards import PathGuards, functions_of
 
+        from .saved import decider
+
         paths = PathGuards(functions_of(files, live), analysis.sites, analysis.entry_points,
-                           text or (lambda path: None), locate, condition_excerpt)
-        guards_of = paths.of
-    findings = [f for cf in files for f in _file_findings(cf, live, locate, guards_of)]
+                           text or (lambda path: None), locate, condition_excerpt, decider(saved))
+    findings = [f for cf in files for f in _file_findings(cf, live, locate, paths)]
     return findings, verdict_data(findings, traced)
 
 
@@ -291,9 +335,10 @@ def archive_export(archive: Any, extras: Optional[dict] = None) -> tuple[list[An
     if files is None:
         files = [cf.model_dump(mode="json") for cf in archive.files]
     analysis = analyse(files, archive.root_class, condition_findings=False)  # its call sites
+    saved = extras.get("saved")
     found, verdict = archive_export_data(files, archive.reachable,
                                          archive_locate((extras.get("offset_maps") or {}).get, origins),
-                                         bool(extras.get("traced")), analysis, extras.get("text"))
+                                         bool(extras.get("traced")), analysis, extras.get("text"), lambda: saved)
     return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable, Iterable, Optional
 
-__all__ = ["CONDITIONAL_KINDS", "PathGuards", "conditional", "functions_of", "guard_text", "public"]
+__all__ = ["CONDITIONAL_KINDS", "PathGuards", "conditional", "functions_of", "guard_text"]
 
 # Guards whose side the caller (or the module's saved state) chooses, not the data.
 CONDITIONAL_KINDS = frozenset({"argument", "attribute"})
@@ -59,13 +59,24 @@ class PathGuards:
                  decide: Optional[Callable[[str, dict, dict], Optional[tuple[str, str]]]] = None):
         self.functions = functions
         self.sites = sites
-        self.entries = [e for e in entries if e in functions] or list(functions)
+        self.entries = [e for e in entries if e in functions]
+        # No forward: a module scripted on its own whose forward is overloaded
+        # (`forward__0(input: Tensor)`, `forward__1(input: PackedSequence)`): each
+        # overload runs only for calls whose arguments match it.
+        self._overloads: list[str] = []
+        if not self.entries:
+            overloads = [q for q in functions if q.rpartition(".")[2].startswith("forward__")]
+            if len(overloads) > 1:
+                self.entries = self._overloads = overloads
+        self.entries = self.entries or list(functions)
         self._text = text
         self._texts: dict[str, Optional[str]] = {}
         self._locate = locate
         self._excerpt = excerpt
         self._decide = decide
         self._chains: Optional[dict[str, list[dict]]] = None
+        self._via: dict[str, tuple[str, int]] = {}  # callee -> the call site of its best path
+        self._guards: dict[tuple[int, str], dict] = {}
 
     # -- one function --------------------------------------------------------
     def local(self, qualified: str, offset: int) -> list[dict]:
@@ -93,13 +104,27 @@ class PathGuards:
         at = text.find("\n" + " " * (head["column"] - 1) + "else:", head["end"], if_["block_span"]["end"])
         return "else" if 0 <= at < offset else "then"
 
+    def _overload_guard(self, qualified: str) -> dict:
+        path, fn = self.functions[qualified]
+        params = fn["signature"]["params"][1:]  # after self
+        shown = ", ".join(f"{p['name']}: {(p['annotation'] or '?').rpartition('.')[2]}" for p in params[:2])
+        span = fn["span"]
+        where = self._locate(path, span["start"], span["line"]) or (path, span["line"])
+        condition = f"the call matches {fn['name']}({shown})"
+        return {"kind": "argument", "branch": "then", "decided": None,
+                "shown": {"condition": condition, "kind": "argument", "branch": "then", "path": where[0],
+                          "line": where[1], "decided": None}}
+
     def _guard(self, path: str, fn: dict, if_: dict, branch: str) -> dict:
+        """One guard, made once per ``if`` and side: its kind and whether the saved values
+        decide it now; its text and original line only when a finding shows it (:meth:`public`)."""
+        key = (id(if_), branch)
+        guard = self._guards.get(key)
+        if guard is not None:
+            return guard
         cond = if_["condition"]
-        head = if_["span"]
-        where = self._locate(path, head["start"], head["line"]) or (path, head["line"])
-        guard = {"condition": self._excerpt(cond), "kind": cond["kind"], "branch": branch,
-                 "path": where[0], "line": where[1], "decided": None}
-        if self._decide is not None and cond["kind"] == "attribute":
+        guard = {"kind": cond["kind"], "branch": branch, "decided": None, "at": (path, if_)}
+        if self._decide is not None and cond["kind"] in ("attribute", "constant"):
             taken = self._decide(path, fn, if_)
             if taken is not None:
                 side, why = taken
@@ -107,7 +132,23 @@ class PathGuards:
                 guard["decided"] = why if side == branch else None
                 if side != branch:
                     guard["dead"] = why
+        self._guards[key] = guard
         return guard
+
+    def public(self, guards: list[dict]) -> list[dict]:
+        """Guards as a finding carries them (the keys of ``Guard``), located on first use."""
+        out = []
+        for g in guards:
+            shown = g.get("shown")
+            if shown is None:
+                path, if_ = g["at"]
+                head = if_["span"]
+                where = self._locate(path, head["start"], head["line"]) or (path, head["line"])
+                shown = g["shown"] = {"condition": self._excerpt(if_["condition"]), "kind": g["kind"],
+                                      "branch": g["branch"], "path": where[0], "line": where[1],
+                                      "decided": g["decided"]}
+            out.append(shown)
+        return out
 
     # -- through calls ---------------------------------------------------------
     def chains(self) -> dict[str, list[dict]]:
@@ -116,6 +157,12 @@ class PathGuards:
         if self._chains is not None:
             return self._chains
         best: dict[str, list[dict]] = {e: [] for e in self.entries}
+        for q in self._overloads:
+            # The overload for a tensor input is the ordinary call; the others (a
+            # PackedSequence, ...) run only for calls that pass such an argument.
+            params = self.functions[q][1]["signature"]["params"][1:2]
+            if params and params[0]["annotation"] not in (None, "Tensor"):
+                best[q] = [self._overload_guard(q)]
         queue = deque(self.entries)
         while queue:
             caller = queue.popleft()
@@ -129,9 +176,34 @@ class PathGuards:
                 old = best.get(callee)
                 if old is None or (conditional(old) and not conditional(chain)):
                     best[callee] = chain
+                    self._via[callee] = (caller, offset)
                     queue.append(callee)
         self._chains = best
         return best
+
+    def decide(self, path: str, fn: dict, if_: dict) -> Optional[tuple[str, str]]:
+        """The side the saved values take at an ``if``, and why; None when they do not decide it."""
+        return self._decide(path, fn, if_) if self._decide is not None else None
+
+    def user_site(self, qualified: str) -> Optional[tuple[str, int]]:
+        """The first line up the best call path from ``qualified`` that is not in a compiled
+        helper (whose original file is ``<string>``): the user's line calling it."""
+        self.chains()
+        seen = {qualified}
+        while qualified in self._via:
+            caller, offset = self._via[qualified]
+            path, fn = self.functions[caller]
+            line = next((c["span"]["line"] for c in fn["calls"] if c["span"]["start"] == offset), None)
+            if line is None:
+                return None
+            where = self._locate(path, offset, line)
+            if where is not None and not where[0].startswith("<"):
+                return where
+            if caller in seen:
+                return None
+            seen.add(caller)
+            qualified = caller
+        return None
 
     def of(self, qualified: str, offset: int) -> Optional[list[dict]]:
         """The guards of a position, through calls; None when the saved state never runs it."""
@@ -142,12 +214,6 @@ class PathGuards:
         if any(g.get("dead") for g in guards):
             return None
         return guards
-
-
-def public(guards: list[dict]) -> list[dict]:
-    """Guards as a finding carries them (the keys of ``Guard``)."""
-    return [{"condition": g["condition"], "kind": g["kind"], "branch": g["branch"], "path": g["path"],
-             "line": g["line"], "decided": g["decided"]} for g in guards]
 
 
 def functions_of(files: list[dict], live: Optional[set[str]]) -> dict[str, tuple[str, dict]]:

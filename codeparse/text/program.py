@@ -128,7 +128,9 @@ def condition_diagnostic(path: str, function: str, if_: dict) -> dict:
     """The condition finding of one ``if`` (an ``IfStatement`` as plain data), as a diagnostic dict."""
     cond = if_["condition"]
     kind = cond["kind"]
-    code = CONDITION_CODES[kind]
+    # A size that tensor values decide (`boxes[keep]`, `nonzero`): a trace freezes the
+    # branch by the example's values, as for a branch on the values themselves.
+    code = CONDITION_CODES["tensor_value" if kind == "tensor_shape" and cond.get("data_dependent_shape") else kind]
     found = cond["sources"]
     if kind == "attribute" and any(s["ref"].endswith(".training") for s in found):
         code = TRAINING_CODE
@@ -585,12 +587,19 @@ def all_findings(analysis: Analysis, files: list[dict], head: Iterable[dict], ma
 def resolve(*, path: str, layout: str, root: Optional[str], version: Optional[int], entries: int,
             files: list[dict], maps: dict[str, dict[int, tuple[str, int]]],
             root_class: Optional[str], findings: Iterable[dict],
-            extra_declarations: Optional[dict[str, Declared]] = None) -> "Archive":
-    """Build the :class:`Archive` from its parsed code files (plain data; see the module docs)."""
+            extra_declarations: Optional[dict[str, Declared]] = None,
+            adjust: Optional[Callable[[list[tuple[str, list[dict]]]], list[tuple[str, list[dict]]]]] = None
+            ) -> "Archive":
+    """Build the :class:`Archive` from its parsed code files (plain data; see the module
+    docs); ``adjust`` may rewrite each file's findings (diagnostic dicts, by position)
+    before they are located: the archive reader says there which branches on module state
+    its saved values decide (:func:`codeparse.rules.saved.saved_branches`)."""
     from ..contract.check import Archive, Branch
     from ..contract.build import code_file_from_plain
 
     analysis = analyse(files, root_class, extra_declarations)
+    if adjust is not None:
+        analysis.per_file.update(adjust([(cf["path"], analysis.file_findings(cf["path"])) for cf in files]))
     prog = analysis.prog
     branches: list[Branch] = []
     for file_path, function, if_, live in analysis.conditions:
