@@ -29,9 +29,8 @@ MODELS = "fixtures/export_paths_models.py"
 # meets an int parameter (`torch.zeros(n)`), a call Python never makes; the text cannot
 # tell it from a user's `int(t.item())`, which export rejects.
 KNOWN_BLOCKED_WHERE_TORCH_EXPORTS = {"int_item_size"}
-# A real failure no blocking finding names at its line: the helper's branch reads the size
-# of a parameter that the caller made by boolean-mask indexing.
-KNOWN_MISSED = {"dd_argument"}
+# Real failures no blocking finding names at their line.
+KNOWN_MISSED: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +55,7 @@ def test_verdicts_hold_against_the_record(reports):
     assert blocked_where_exports == KNOWN_BLOCKED_WHERE_TORCH_EXPORTS
     assert missed == KNOWN_MISSED
     failed = sum(1 for c in CASES if not RECORD["cases"][c]["ok"])
-    assert (len(CASES), failed, predicted) == (31, 17, 16)
+    assert (len(CASES), failed, predicted) == (31, 17, 17)
 
 
 def _verdict(item):
@@ -108,6 +107,17 @@ def test_conditional_blockers_through_calls(reports):
     assert RECORD["cases"]["guarded_helper_none"]["ok"] and not RECORD["cases"]["guarded_helper_given"]["ok"]
     assert _verdict(reports["unguarded_helper"]) == "blocked"
     assert _verdict(reports["flag_argument_default"]) != "blocked"
+
+
+def test_data_dependence_crosses_calls(reports):
+    """A helper's branch on the size of a parameter is CP402 where a caller passes a tensor
+    made from tensor values (`x[x > 0.5]`), with the call and the producer as related
+    lines; the same helper given the input itself only specializes."""
+    (f,) = _blocking(reports["dd_argument"])
+    assert (f.code, f.origin.line) == ("CP402", 228) and "passed by its caller" in f.message
+    assert [r.line for r in f.related] == [236, 235]
+    assert _blocking(reports["shape_argument"]) == []
+    assert [f.code for f in reports["shape_argument"].findings] == ["CP403"]
 
 
 def test_types_decide_conversions(reports):

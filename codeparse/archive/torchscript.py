@@ -285,7 +285,10 @@ class OpenedArchive:
         if self._files is None:
             from ..text.program import parse_program
 
-            files, parse_findings = parse_program(self.code, self.grammar, cache=self.cache, as_dict=True)
+            registry: dict = {}
+            files, parse_findings = parse_program(self.code, self.grammar, cache=self.cache, as_dict=True,
+                                                  registry=registry)
+            self._functions = registry.get("functions")
             self._files = [_placeholder_plain(cf) for cf in files]
             self.findings.extend(parse_findings)
         return self._files
@@ -314,6 +317,12 @@ class OpenedArchive:
                     return None
                 self._saved = read_saved_values(data)
         return self._saved
+
+    def callee(self, qualified: str) -> Optional[Any]:
+        """A function of the program with its inference (:class:`codeparse.infer.conditions.Callee`),
+        once :attr:`files` is read; None for a model.json archive or an unknown name."""
+        functions = getattr(self, "_functions", None)
+        return functions.get(qualified) if functions is not None else None
 
     def code_text(self, display: str) -> Optional[str]:
         """The text of one code file, as its spans index it (None for a model.json archive,
@@ -522,6 +531,7 @@ def archive_of(opened: OpenedArchive, extras: Optional[dict] = None) -> Archive:
         extras["traced"] = opened.traced
         extras["files"] = files
         extras["text"] = opened.code_text
+        extras["callee"] = opened.callee
         extras["saved"] = opened.saved_values()
     return archive
 

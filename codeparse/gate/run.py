@@ -294,7 +294,8 @@ def _archive_export_checked(opened: Any, policy: Any) -> tuple[Checked, Any]:
         return opened.line_maps.get(display)
 
     found, verdict = archive_export_data(files, analysis.reachable, archive_locate(offset_map, opened.origins),
-                                         opened.traced, analysis, opened.code_text, opened.saved_values)
+                                         opened.traced, analysis, opened.code_text, opened.saved_values,
+                                         opened.callee)
     per_file = _located(opened, ((cf["path"], analysis.file_findings(cf["path"])) for cf in files), policy)
     head = opened.findings + opened.debug_findings() + opened.tail_findings()
     findings = _with_export(_head_findings(head, policy) + per_file, found, [cf["path"] for cf in files])

@@ -45,6 +45,7 @@ class ExportTable:
     def __init__(self, data: dict[str, Any]):
         table = data["export"]
         self.producers = frozenset(table["data_dependent_outputs"])
+        self.single_argument = frozenset(table["single_argument_outputs"])
         self.literal_static = frozenset(table["literal_static"])
         self.mask_indexing = frozenset(table["mask_indexing"])
         self.bool_results = frozenset(table["bool_results"])
@@ -76,11 +77,32 @@ def returns_data_dependent(callee: Any) -> Optional[frozenset]:
     return result
 
 
+def returns_parameters(callee: Any) -> frozenset:
+    """The parameters of ``callee`` whose data-dependent size its return value keeps
+    (``clip_boxes_to_image(boxes, size)`` returns a tensor the size of ``boxes``);
+    memoized on it."""
+    cached = getattr(callee, "_data_dependent_parameters", None)
+    if cached is not None:
+        return cached
+    callee._data_dependent_parameters = frozenset()  # recursion cut
+    inf = callee.inference
+    dd = FunctionDataDependence(inf, parameters=True)
+    found = _union(dd.tensor(inf.tree(span), 0) for span, _ in inf.facts.returns) or ()
+    result = frozenset(item[1] for item in found if item[0] == _PARAMETER)
+    callee._data_dependent_parameters = result
+    return result
+
+
+_PARAMETER = "parameter"  # marks (_PARAMETER, name) among producer spans: "what the caller passes"
+
+
 class FunctionDataDependence:
     """The data-dependence questions about one function (see the module docs)."""
 
-    def __init__(self, inference: Any):
+    def __init__(self, inference: Any, parameters: bool = False):
         self.inf = inference
+        # With ``parameters``, a parameter's size is a producer of its own, (_PARAMETER, name).
+        self.parameters = parameters
         self.table = export_table()
         self._memo: dict[int, Optional[frozenset]] = {}
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
@@ -110,7 +132,9 @@ class FunctionDataDependence:
             if name in self.inf.facts.params:
                 found = []
             else:
-                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind == "assign" and d.value is not None]
+                # Assignments, and mutations (`torch.append(l, v)`: l holds what is appended).
+                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind in ("assign", "mutate")
+                         and d.value is not None]
             self._assigns[name] = found
         return found
 
@@ -128,6 +152,8 @@ class FunctionDataDependence:
         if depth > _MAX_DEPTH:
             return _NOT
         if isinstance(node, Name):
+            if self.parameters and node.id in self.inf.facts.params:
+                return frozenset({(_PARAMETER, node.id)})
             key = ("name", node.id)
             if key in self._memo:
                 return self._memo[key]
@@ -156,7 +182,7 @@ class FunctionDataDependence:
         operands = [*args, *(v for _, v in node.keywords)]
         callee = self.inf._callee_of(node)
         if callee is not None:  # a function or method whose body is known: what it returns
-            return self._callee(callee, node)
+            return self._callee(callee, node, depth)
         kind, name = self._op(node)
         if kind == "intrinsic":
             if name in self.inf.sem.value_intrinsics and args:
@@ -164,6 +190,8 @@ class FunctionDataDependence:
             return _NOT
         if kind != "operator" or not name:
             return _NOT
+        if name in t.single_argument and len(args) == 1 and not node.keywords:
+            return frozenset({(node.start, node.end)})
         if name in t.producers:
             if name in t.literal_static and len(args) > 1 and all(isinstance(a, Const) for a in args[1:2]):
                 return self.tensor(args[0], depth + 1)
@@ -178,13 +206,28 @@ class FunctionDataDependence:
                 return conv
         return _union(self.tensor(a, depth + 1) for a in operands)
 
-    def _callee(self, callee: Any, call: CallExpr) -> Optional[frozenset]:
+    def _callee(self, callee: Any, call: CallExpr, depth: int = 0) -> Optional[frozenset]:
         spans = returns_data_dependent(callee)
+        passed = self._passed(callee, call, depth)
         if spans is None:
-            return _NOT
+            if passed is None:
+                return _NOT
+            return frozenset({(call.start, call.end), *passed})
         if callee.inference.text is self.inf.text:
-            return frozenset({(call.start, call.end), *spans})
-        return frozenset({(call.start, call.end)})  # a producer in another file: its call site here
+            return frozenset({(call.start, call.end), *spans, *(passed or ())})
+        return frozenset({(call.start, call.end), *(passed or ())})  # a producer in another file: its call site here
+
+    def _passed(self, callee: Any, call: CallExpr, depth: int) -> Optional[frozenset]:
+        """Producers of the arguments whose data-dependent size the callee returns."""
+        names = returns_parameters(callee)
+        if not names:
+            return _NOT
+        params = [name for name, _ in callee.params]
+        if params and params[0] == "self" and isinstance(call.func, Attr):
+            params = params[1:]
+        given = dict(zip(params, call.args))
+        given.update(call.keywords)
+        return _union(self.tensor(given[name], depth + 1) for name in names if name in given)
 
     def _has_mask(self, node: Expr, depth: int) -> bool:
         if depth > _MAX_DEPTH:

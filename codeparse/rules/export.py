@@ -119,6 +119,10 @@ class _Plain:
         """Guards as a finding carries them (:meth:`~codeparse.pathguards.PathGuards.public`)."""
         return []
 
+    def data_dependent_argument(self, qualified: str, cond: dict) -> list[tuple[str, int]]:
+        """Where callers pass a data-dependent tensor (:meth:`~codeparse.pathguards.PathGuards.data_dependent_argument`)."""
+        return []
+
 
 _PLAIN = _Plain()
 
@@ -171,6 +175,13 @@ def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN)
             f = _condition_finding(path, name, what, span, cond, locate)
             if f is None:
                 continue
+            if f["code"] == "CP403":
+                passed = paths.data_dependent_argument(name, cond)
+                if passed:  # a caller passes a tensor made from tensor values for the size it reads
+                    made = [f"{p}:{n}" for p, n in dict.fromkeys(passed)]
+                    f = _finding("CP402", path, span, f["origin"] and (f["origin"]["path"], f["origin"]["line"]),
+                                 list(passed), producers="passed by its caller, made at " + ", ".join(made[:3]),
+                                 condition=f["args"]["condition"], function=name, kind=cond["kind"], what=what)
             taken = paths.decide(path, fn, block) if what == "branch" and cond["kind"] == "attribute" else None
             if taken is not None:  # the saved values fix the branch: nothing for export to choose
                 f["args"]["decided"] = taken[1]
@@ -290,7 +301,8 @@ def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origi
 def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Locate,
                         traced: bool = False, analysis: Any = None,
                         text: Optional[Callable[[str], Optional[str]]] = None,
-                        saved: Optional[Callable[[], Any]] = None) -> tuple[list[dict], dict]:
+                        saved: Optional[Callable[[], Any]] = None,
+                        callee: Optional[Callable[[str], Any]] = None) -> tuple[list[dict], dict]:
     """CP401-CP406 for the functions reachable from ``forward`` (all when nothing is
     reachable) of an archive's code files (plain data, ``CodeFile.model_dump(mode="json")``),
     and the verdict: plain data, as ``check`` reports them.
@@ -299,7 +311,9 @@ def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Loc
     points) and ``text`` (a code file's text by path), each finding carries its guards
     (:mod:`codeparse.rules.pathguards`); ``saved`` gives the archive's saved attribute values
     (:class:`codeparse.rules.saved.SavedValues`, or None), asked once, when a guard on an
-    attribute is met: a branch they rule out gives no finding."""
+    attribute is met: a branch they rule out gives no finding; ``callee`` gives a
+    function's inference (:meth:`codeparse.archive.torchscript.OpenedArchive.callee`), to
+    tell whether a caller passes a tensor of data-dependent size."""
     live = set(reachable) or None
     paths: Any = _PLAIN
     if analysis is not None:
@@ -308,7 +322,7 @@ def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Loc
         from .saved import decider
 
         paths = PathGuards(functions_of(files, live), analysis.sites, analysis.entry_points,
-                           text or (lambda path: None), locate, condition_excerpt, decider(saved))
+                           text or (lambda path: None), locate, condition_excerpt, decider(saved), callee)
     findings = [f for cf in files for f in _file_findings(cf, live, locate, paths)]
     return findings, verdict_data(findings, traced)
 
@@ -338,7 +352,8 @@ def archive_export(archive: Any, extras: Optional[dict] = None) -> tuple[list[An
     saved = extras.get("saved")
     found, verdict = archive_export_data(files, archive.reachable,
                                          archive_locate((extras.get("offset_maps") or {}).get, origins),
-                                         bool(extras.get("traced")), analysis, extras.get("text"), lambda: saved)
+                                         bool(extras.get("traced")), analysis, extras.get("text"), lambda: saved,
+                                         extras.get("callee"))
     return [Finding.model_validate(f) for f in found], ExportVerdict.model_validate(verdict)
 
 

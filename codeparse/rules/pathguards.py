@@ -21,7 +21,7 @@ files where a finding has a guard (to tell a then-branch from an else-branch).
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 __all__ = ["CONDITIONAL_KINDS", "PathGuards", "conditional", "functions_of", "guard_text"]
 
@@ -56,7 +56,8 @@ class PathGuards:
                  entries: list[str], text: Callable[[str], Optional[str]],
                  locate: Callable[[str, int, int], Optional[tuple[str, int]]],
                  excerpt: Callable[[dict], str],
-                 decide: Optional[Callable[[str, dict, dict], Optional[tuple[str, str]]]] = None):
+                 decide: Optional[Callable[[str, dict, dict], Optional[tuple[str, str]]]] = None,
+                 callee: Optional[Callable[[str], Any]] = None):
         self.functions = functions
         self.sites = sites
         self.entries = [e for e in entries if e in functions]
@@ -77,6 +78,9 @@ class PathGuards:
         self._chains: Optional[dict[str, list[dict]]] = None
         self._via: dict[str, tuple[str, int]] = {}  # callee -> the call site of its best path
         self._guards: dict[tuple[int, str], dict] = {}
+        self._callee = callee
+        self._callers: Optional[dict[str, list[tuple[str, int]]]] = None
+        self._passed: dict[tuple[str, tuple[str, ...]], list[tuple[str, int]]] = {}
 
     # -- one function --------------------------------------------------------
     def local(self, qualified: str, offset: int) -> list[dict]:
@@ -205,6 +209,77 @@ class PathGuards:
             qualified = caller
         return None
 
+    def data_dependent_argument(self, qualified: str, cond: dict) -> list[tuple[str, int]]:
+        """For a shape condition that reads the size of parameters of ``qualified``: the
+        lines of the calls that pass a tensor of data-dependent size for one of them
+        (``boxes[keep]``, ``torch.where(mask)``; through the callers' own parameters) and of
+        its producers; empty when no caller does.  Code the user wrote only (not torch's
+        library), memoized per function and parameter."""
+        if self._callee is None:
+            return []
+        path, fn = self.functions[qualified]
+        if "/__torch__/torch/" in path:
+            return []
+        params = [p["name"] for p in fn["signature"]["params"]]
+        names = _sizes_read(cond["resolved"] or cond["text"],
+                            {s["ref"] for s in cond["sources"] if s["kind"] == "tensor_shape" and s["ref"] in params})
+        out: list[tuple[str, int]] = []
+        for name in sorted(names):
+            for where in self._passed_for(qualified, name, 0):
+                if where not in out:
+                    out.append(where)
+        return out
+
+    def _passed_for(self, qualified: str, name: str, depth: int) -> list[tuple[str, int]]:
+        key = (qualified, name)
+        if key not in self._passed:
+            self._passed[key] = []  # recursion cut
+            self._passed[key] = self._passed_in(qualified, name, depth) if depth < 8 else []
+        return self._passed[key]
+
+    def _passed_in(self, qualified: str, name: str, depth: int) -> list[tuple[str, int]]:
+        from ..infer.datadep import FunctionDataDependence
+        from ..parse.expressions import CallExpr
+
+        if self._callers is None:
+            self._callers = {}
+            for caller, calls in self.sites.items():
+                for callee, offset in calls:
+                    self._callers.setdefault(callee, []).append((caller, offset))
+        params = [p["name"] for p in self.functions[qualified][1]["signature"]["params"]]
+        out: list[tuple[str, int]] = []
+        for caller, offset in self._callers.get(qualified, ()):
+            if caller not in self.functions:
+                continue
+            cpath, cfn = self.functions[caller]
+            call = next((c for c in cfn["calls"] if c["span"]["start"] == offset), None)
+            found = self._callee(caller) if call is not None else None
+            if found is None:
+                continue
+            inf = found.inference
+            node = inf.tree((call["span"]["start"], call["span"]["end"]))
+            if not isinstance(node, CallExpr):
+                continue
+            positional = params[1:] if call["kind"] in ("self_method", "submodule", "method") else params
+            given = dict(zip(positional, node.args))
+            given.update(node.keywords)
+            arg = given.get(name)
+            found_spans = FunctionDataDependence(inf, parameters=True).tensor(arg, 0) if arg is not None else None
+            if not found_spans:
+                continue
+            lines: list[tuple[str, int]] = []
+            for item in sorted(found_spans, key=repr):
+                if isinstance(item[0], int):
+                    lines.append(self._line(cpath, inf.text, item[0]))
+                else:  # the caller's own parameter: what its callers pass
+                    lines.extend(self._passed_for(caller, item[1], depth + 1))
+            if lines:
+                out.extend([self._line(cpath, inf.text, call["span"]["start"])] + lines)
+        return list(dict.fromkeys(w for w in out if w is not None))
+
+    def _line(self, path: str, text: str, start: int) -> Optional[tuple[str, int]]:
+        return self._locate(path, start, text.count("\n", 0, start) + 1)
+
     def of(self, qualified: str, offset: int) -> Optional[list[dict]]:
         """The guards of a position, through calls; None when the saved state never runs it."""
         chain = self.chains().get(qualified)
@@ -214,6 +289,28 @@ class PathGuards:
         if any(g.get("dead") for g in guards):
             return None
         return guards
+
+
+def _sizes_read(condition: str, names: set[str]) -> set[str]:
+    """Those of ``names`` whose size the condition reads (``torch.numel(boxes)``; not its
+    device or dtype): the first argument of a shape read (``[export] shape_reads``)."""
+    if not names:
+        return set()
+    from ..grammar.engine import load_grammar
+    from ..infer.datadep import export_table
+    from ..parse.expressions import CallExpr, ExpressionReader, Name, walk
+
+    try:
+        node = ExpressionReader(condition, load_grammar()).read(0, len(condition))
+    except Exception:  # noqa: BLE001 - a condition the reader cannot take: nothing read
+        return set()
+    reads = export_table().shape_reads
+    out = set()
+    for n in walk(node):
+        if isinstance(n, CallExpr) and n.args and isinstance(n.args[0], Name) and n.args[0].id in names:
+            if condition[n.func.start:n.func.end].rpartition(".")[2] in reads:
+                out.add(n.args[0].id)
+    return out
 
 
 def functions_of(files: list[dict], live: Optional[set[str]]) -> dict[str, tuple[str, dict]]:

@@ -330,7 +330,8 @@ def _with_path(cf: dict, path: str) -> dict:
 
 
 def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = None,
-                  cache: Any = None, *, as_dict: bool = False) -> tuple[list[Any], list[dict]]:
+                  cache: Any = None, *, as_dict: bool = False,
+                  registry: Optional[dict] = None) -> tuple[list[Any], list[dict]]:
     """Parse the code entries of one archive (``(path, bytes)`` in stored order) as one program.
 
     A pre-pass runs the statement classifier alone over every entry and collects the
@@ -343,7 +344,9 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     whose every consulted declaration and function summary gives the same answer here
     (see :mod:`codeparse.text.cache`).  Returns the CodeFiles in stored order (plain data,
     ``CodeFile.model_dump(mode="json")``, with ``as_dict``), and findings for entries
-    that are not code text.
+    that are not code text.  ``registry``, when given, receives the program's functions
+    (``registry["functions"].get(qualified)``: a function's callee, its inference, parsing
+    its file on first use when the cache gave the file).
     """
     from ..contract.errors import InputError
     from .reader import declarations, decode_code, finish_file, module_name_for, prepare_text, start_file
@@ -395,6 +398,8 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
         return item["started"]
 
     functions = _Functions(defined_in, start)
+    if registry is not None:
+        registry["functions"] = functions
     answers = _Answers(program, functions)
     files: list[dict] = []
     for index, item in enumerate(items):
