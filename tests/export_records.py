@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BLOCKING = {"CP401", "CP402", "CP405"}
 
 
@@ -22,3 +26,12 @@ def blocking(item) -> list:
 def predicted_at(item, path: str, line: int) -> bool:
     """A blocking finding of ``item`` names ``path:line``."""
     return any((path, line) in lines(f) for f in blocking(item))
+
+
+def recorder(name: str):
+    """The recording script ``fixtures/<name>.py``, loaded as a module (it needs torch only
+    when run)."""
+    spec = importlib.util.spec_from_file_location(name, FIXTURES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

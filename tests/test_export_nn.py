@@ -16,7 +16,6 @@ is mended without the list being shortened, as when a new one appears.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pytest
 
 import codeparse
 from codeparse.gate.policy import policy_with
-from export_records import blocking as _blocking, predicted_at
+from export_records import blocking as _blocking, predicted_at, recorder
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "fixtures" / "nn_export"
@@ -93,12 +92,6 @@ def test_record_covers_every_scriptable_class():
     assert RECORD["torch_version"].startswith("2.13.0")
 
 
-def _recorder():
-    spec = importlib.util.spec_from_file_location("record_nn_export", ROOT / "fixtures" / "record_nn_export.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.mark.torch
 def test_torch_export_still_does_what_was_recorded():
@@ -107,7 +100,7 @@ def test_torch_export_still_does_what_was_recorded():
     re-record with fixtures/record_nn_export.py)."""
     import torch
 
-    rec = _recorder()
+    rec = recorder("record_nn_export")
     root = rec._torch_root(torch)
     all_cases = rec.cases(rec._corpus(), torch)
     for case in RECORD["sample"]:

@@ -8,7 +8,6 @@ conversions.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 import codeparse
 from codeparse.gate.policy import policy_with
-from export_records import blocking as _blocking, predicted_at
+from export_records import blocking as _blocking, predicted_at, recorder
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "fixtures" / "export_paths"
@@ -138,18 +137,12 @@ def test_a_model_around_nn_lstm(reports):
     assert item.export.specializations == 0 and item.export.library_specializations == 16
 
 
-def _recorder():
-    spec = importlib.util.spec_from_file_location("record_export_paths", ROOT / "fixtures" / "record_export_paths.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.mark.torch
 def test_torch_export_still_does_what_was_recorded(monkeypatch):
     """Every case exported again, live: the record (and so every test above) is what torch does."""
     monkeypatch.chdir(ROOT)
-    fresh, version = _recorder().run(write=False)
+    fresh, version = recorder("record_export_paths").run(write=False)
     assert version == RECORD["torch_version"]
     for case in CASES:
         assert fresh[case] == RECORD["cases"][case], case
