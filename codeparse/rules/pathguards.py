@@ -253,7 +253,9 @@ class PathGuards:
                 continue
             cpath, cfn = self.functions[caller]
             call = next((c for c in cfn["calls"] if c["span"]["start"] == offset), None)
-            found = self._callee(caller) if call is not None else None
+            if call is None or not self._may_pass(cpath, cfn, call):
+                continue
+            found = self._callee(caller)
             if found is None:
                 continue
             inf = found.inference
@@ -276,6 +278,28 @@ class PathGuards:
             if lines:
                 out.extend([self._line(cpath, inf.text, call["span"]["start"])] + lines)
         return list(dict.fromkeys(w for w in out if w is not None))
+
+    def _may_pass(self, path: str, fn: dict, call: dict) -> bool:
+        """Whether a caller may pass a tensor of data-dependent size, read on its plain data:
+        it calls an operator whose output size is data-dependent (``[export]``
+        ``data_dependent_outputs``, mask indexing, one-argument ``where``), or passes one of
+        its own parameters on.  Only then is its inference asked for (a parse of its file,
+        when the content cache gave the file)."""
+        from ..infer.datadep import export_table
+
+        table = export_table()
+        made = table.producers | table.mask_indexing | table.single_argument
+        if any((c.get("target") or "").rpartition(":")[2] in made for c in fn["calls"]):
+            return True
+        if path not in self._texts:
+            self._texts[path] = self._text(path)
+        text = self._texts[path]
+        if text is None:
+            return True
+        span = call["span"]
+        words = "".join(ch if ch.isalnum() or ch == "_" else " " for ch in text[span["start"]:span["end"]]).split()
+        own = {p["name"] for p in fn["signature"]["params"][1:]}
+        return any(w in own for w in words)
 
     def _line(self, path: str, text: str, start: int) -> Optional[tuple[str, int]]:
         return self._locate(path, start, text.count("\n", 0, start) + 1)
