@@ -1,4 +1,4 @@
-"""Benchmark of `codeparse check` against `torch.jit.load` + walking the code (issues 3 and 13).
+"""Benchmark of `codeparse check` against `torch.jit.load` + walking the code.
 
     python bench/bench_check.py                 # writes bench/results-check.md
     python bench/bench_check.py --no-write      # only prints

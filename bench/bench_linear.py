@@ -1,4 +1,4 @@
-"""Per-byte cost against a function's length (issue 12), run on demand: python bench/bench_linear.py
+"""Per-byte cost against a function's length, run on demand: python bench/bench_linear.py
 
 A traced ``forward`` in the form of ``fixtures/text/tutorial_rnn_loop/trace.code`` (the
 trace of a loop over a cell, unrolled by the tracer: ``_k = (cell).forward(torch.select(xs,

@@ -1,9 +1,10 @@
-"""What the condition rules of issue 8 cost, before/after in one run: python bench/bench_verdicts.py
+"""What the condition rules cost, before/after in one run: python bench/bench_verdicts.py
 
-Issue 8 follows calls (per-function summaries), types conversions and applies the other
-rules of README "What a condition depends on".  This measures, in the same run and on the
-same inputs, the code before issue 8 (``--before``, by default the parent of the first
-issue-8 commit, exported with ``git archive``) against the checkout:
+The rules follow calls (per-function summaries), type conversions and apply the others of
+docs/how-it-works.md, "What a condition depends on".  This measures, in the same run and on
+the same inputs, the code before them (``--before``, by default the parent of the first
+commit whose subject starts "Condition verdicts", exported with ``git archive``) against
+the checkout:
 
 * ``parse_text`` over the inputs of ``bench/bench_parse.py`` (every fixture text and
   archive code file); conditions are read by ``parse_text`` itself;
@@ -13,8 +14,8 @@ issue-8 commit, exported with ``git archive``) against the checkout:
 
 A third variant, the checkout with call following off (``FOLLOW_CALLS = False``), gives
 what following calls costs by itself.  "Before" is older code: it lacks every later
-change of ``codeparse`` too (other issues' work landed since), so before/after is an
-upper bound of issue 8's cost.
+change of ``codeparse`` too (other work landed since), so before/after is an
+upper bound of the rules' cost.
 
 Each side runs in its own process, alternating, best of ``--rounds``; times are the
 CPU time of the process and of the worker processes ``check`` reads its inputs in, which
@@ -86,10 +87,10 @@ def export(rev: str, dest: Path) -> None:
 
 
 def default_before() -> str:
-    first = subprocess.run(["git", "log", "--reverse", "--format=%H", "--grep=^Condition verdicts (issue 8)"],
+    first = subprocess.run(["git", "log", "--reverse", "--format=%H", "--grep=^Condition verdicts"],
                            cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
     if not first:
-        raise SystemExit("no issue-8 commit found; pass --before REV")
+        raise SystemExit("no commit whose subject starts \"Condition verdicts\"; pass --before REV")
     return first[0] + "^"
 
 
@@ -103,7 +104,7 @@ def run(root: Path, mode: str, rounds: int, variant: str = "follow") -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default=None, help="git revision before issue 8")
+    parser.add_argument("--before", default=None, help="git revision before the condition rules")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per process")
     parser.add_argument("--repeat", type=int, default=3, help="processes per side, alternating")
     parser.add_argument("--no-write", action="store_true")

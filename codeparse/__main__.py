@@ -1,3 +1,5 @@
+"""``python -m codeparse``: the command line (:func:`codeparse.cli.main`)."""
+
 import sys
 
 from .cli.app import main

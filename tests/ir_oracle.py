@@ -2,7 +2,7 @@
 
 The oracle answers, from ``method.graph`` alone, the questions that codeparse answers from
 code text: how many ``if`` statements a method has and what each condition depends on
-(DESIGN.md §5), which attributes it reads through ``self`` and which methods it calls on
+(ConditionKind), which attributes it reads through ``self`` and which methods it calls on
 what.  ``tests/test_oracle.py`` compares the two.  This module must never import
 ``codeparse``: its answers come from torch only.
 
@@ -33,14 +33,14 @@ walk back through producers:
   walk enters it at its outputs, in a frame of its own where the callee's inputs lead back
   to the call's operands and its ``self`` paths are prefixed with the receiver's path.
   Without the callee's graph the call depends on its operands.  (The opposite was encoded
-  before issue 8: the module receiver was not a source and bodies were never followed, so
+  before calls were followed: the module receiver was not a source and bodies were never followed, so
   ``if self.sub.ready():`` was ``constant``.)
 * An output of a ``prim::If`` depends on the same output of both blocks and on the If's own
   condition.  An output of a ``prim::Loop`` depends on the trip count, the initial
   condition, the block's continue-condition output, the initial value and the block's
   output for that carried value.  Every value computed inside a loop body (counter,
   carried values, and any node's output) depends on the loop's trip count and tests too
-  (rule 7: the trip count is what a trace unrolls; before issue 8 loop-carried values were
+  (rule 7: the trip count is what a trace unrolls; loop-carried values were once
   excluded).  Cycles are cut with a visited set.
 * The condition kind is the highest-priority kind among everything reached
   (:data:`KIND_PRIORITY`: tensor_value, tensor_shape, argument, attribute, runtime,
@@ -91,7 +91,7 @@ _RANK = {k: i for i, k in enumerate(KIND_PRIORITY)}
 
 def _load_table() -> dict:
     """``grammars/semantics.toml`` ``[conditions]``: the marking and runtime tables the
-    parser reads too (one table, DESIGN.md §5).  Read as data, never through codeparse."""
+    parser reads too (one table).  Read as data, never through codeparse."""
     import tomllib
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grammars", "semantics.toml")
@@ -104,7 +104,7 @@ _TABLE = _load_table()
 #: Ops whose result is (derived from) the contents of a tensor.
 TENSOR_VALUE_OPS = frozenset(_TABLE["tensor_value"])
 #: The Python conversions ``bool()``/``int()``/``float()``/``complex()`` mark
-#: ``tensor_value`` only when applied to a Tensor (DESIGN.md §5 "on a Tensor").
+#: ``tensor_value`` only when applied to a Tensor (the "on a Tensor" rule).
 CONVERSION_OPS = frozenset(_TABLE["tensor_value_conversions"])
 CONVERSIONS_REQUIRE_TENSOR = True
 

@@ -217,7 +217,7 @@ def test_data_pkl_is_never_unpickled(tmp_path, capsys):
     assert archive.files
     code, out, _ = run_cli(capsys, "check", path)
     run_cli(capsys, "parse", path, "--format", "jsonl")
-    assert code == 1 and "CP330" in out  # issue 11: the pickle scan names builtins.exec, never runs it
+    assert code == 1 and "CP330" in out  # the pickle scan names builtins.exec, never runs it
     assert not marker.exists()
 
 
@@ -242,8 +242,9 @@ def test_debug_pkl_naming_a_forbidden_global(tmp_path):
     assert any(f.origin is not None for f in archive.findings if f.code == "CP202")
 
 
-def test_every_issue3_code_is_produced(tmp_path):
-    """Each row this issue added to the code table is produced by some input here."""
+def test_every_check_and_archive_code_is_produced(tmp_path):
+    """Each condition finding and archive code (CP201-CP219, CP304-CP339 but the model
+    files' own) is produced by some input here."""
     from codeparse.contract.codes import CODES
 
     produced: set[str] = set()
@@ -296,7 +297,7 @@ def test_every_issue3_code_is_produced(tmp_path):
                              stored("m/code/__torch__.py.debug_pkl", b"\x80\x02cos\nsystem\n.")]))
     produced.update(codes_of(dbg)[1])
     mine = {c for c in CODES if "CP201" <= c <= "CP219" or "CP304" <= c <= "CP339"}  # CP340-: test_hostile.py
-    mine -= {c for c in CODES if "CP322" <= c <= "CP339"}  # issue 11's: tests/test_model_files.py
+    mine -= {c for c in CODES if "CP322" <= c <= "CP339"}  # model files': tests/test_model_files.py
     assert mine - produced == set()
     assert produced <= set(CODES)
 

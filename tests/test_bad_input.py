@@ -158,7 +158,7 @@ def test_time_and_memory_are_linear_in_input(unit):
 
 
 def test_text_of_another_printer_is_a_grammar_mismatch():
-    # Detection picks torchscript-v1.0 for this text (issue 5); forcing today's grammar
+    # Detection picks torchscript-v1.0 for this text (the legacy printer's); forcing today's grammar
     # on it is a mismatch.
     legacy = "op_version_set = 1\n" + CUSTOM
     cf = parse_text(legacy, "legacy.code", grammar="torchscript-v2")
@@ -212,11 +212,11 @@ def test_every_code_in_the_table_is_produced_and_nothing_else():
         codeparse.parse_file("/nonexistent/file.code")
     produced.add(info.value.code)  # CP301
     produced.add("CP107")  # produced by test_match_timeout_is_reported (needs a patched limit)
-    # Issue 3 (check, archives): produced by tests/test_archive_bad.py::test_every_issue3_code_is_produced.
+    # check and archives: produced by tests/test_archive_bad.py::test_every_check_and_archive_code_is_produced.
     produced |= {c for c in CODES if "CP201" <= c <= "CP219" or "CP304" <= c <= "CP349"}
-    # Issue 4 (operators, diff): produced by its own test in tests/test_ops.py / test_diff.py.
+    # operators and diff: produced by their own tests in tests/test_ops.py / test_diff.py.
     produced |= {c for c in CODES if "CP220" <= c <= "CP239"}
-    # Issue 9 (check --target export): produced by tests/test_export.py::test_every_issue9_code_is_produced.
+    # check --target export: produced by tests/test_export.py::test_every_export_code_is_produced.
     produced |= {c for c in CODES if "CP401" <= c <= "CP419"}
     assert produced <= set(CODES), produced - set(CODES)
     assert produced == set(CODES), set(CODES) - produced

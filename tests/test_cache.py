@@ -1,4 +1,4 @@
-"""Issue 13: parse once, debug info on demand, the content cache (in process and on disk)."""
+"""Parse once, debug info on demand, the content cache (in process and on disk)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_jobs_share_a_cache_folder_safely(tmp_path):
 
 
 def test_debug_info_is_read_only_for_origins_asked_for(monkeypatch, tmp_path):
-    # check reads each input in a worker process (issue 15's budget): calls are counted in a file.
+    # check reads each input in a worker process (its budget): calls are counted in a file.
     log = tmp_path / "calls"
     real = debuginfo.read_debug_pkl
 

@@ -23,7 +23,7 @@ PYTORCH1 = LEGACY / "torch-js__torch-js__test_model-7f2acda.pt"
 CUSTOM_SCRIPT = ARCHIVES / "custom_model.script.pt"
 CUSTOM_TRACE = ARCHIVES / "custom_model.trace.pt"
 CONDITION_CODES = {"CP201", "CP202", "CP203", "CP204", "CP205", "CP206", "CP207", "CP208"}
-# Informational findings any archive may give: a lite-interpreter `bytecode.pkl` (issue 5).
+# Informational findings any archive may give: a lite-interpreter `bytecode.pkl`.
 INFO_CODES = {"CP351"}
 # Findings that real fixtures are expected to give besides condition findings.
 EXPECTED_OTHER = {
@@ -138,7 +138,7 @@ def test_directories_are_walked_and_code_files_checked(capsys, no_pyproject):
     (tree / "a" / "b" / "m.pt").write_bytes(CUSTOM_SCRIPT.read_bytes())
     (tree / "a" / "x.code").write_text((ROOT / "fixtures" / "text" / "custom_model" / "script.code").read_text())
     (tree / "a" / "notes.txt").write_text("ignored")
-    (tree / "a" / "other.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # a zip without code: listed (issue 11)
+    (tree / "a" / "other.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # a zip without code: listed
     code, out, _ = run(capsys, "check", tree, "--format", "jsonl", "--select", "CP201")
     reports = [InputReport.model_validate_json(l) for l in out.splitlines()]
     assert [(Path(r.path).name, r.kind) for r in reports] == [("m.pt", "archive"), ("other.zip", "other"),

@@ -1,4 +1,4 @@
-"""Output that fits the ecosystem (issue 11): formats and switches of every printing command,
+"""Output that fits the ecosystem: formats and switches of every printing command,
 `codeparse rule` and docs/rules.md, SARIF locations and helpUri, policy keys, baselines,
 library findings summarised."""
 

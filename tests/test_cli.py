@@ -507,7 +507,7 @@ HEAVY = {"pydantic", "pydantic_core", "torch", "numpy", "jinja2", "pygments", "m
 
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_start_up_imports_neither_pydantic_nor_torch_nor_numpy(tmp_path, fmt):
-    """Issue 12: the parse path writes JSON and tables from plain data (no pydantic);
+    """The parse path writes JSON and tables from plain data (no pydantic);
     JSON needs no rich either."""
     modules = _imported(tmp_path, "parse", str(_need(CUSTOM_SCRIPT)), "--format", fmt)
     assert not modules & HEAVY

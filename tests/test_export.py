@@ -1,4 +1,4 @@
-"""``check --target export`` (issue 9): known answers from real ``torch.export`` runs.
+"""``check --target export``: known answers from real ``torch.export`` runs.
 
 ``fixtures/export_expected.json`` records what ``torch.export.export`` and
 ``draft_export`` did with each model of ``fixtures/models_export.py``
@@ -171,7 +171,7 @@ def test_cli_table_json_sarif(capsys):
     assert any(r["message"]["text"] == "decides it" for r in run["results"][0]["relatedLocations"])
 
 
-def test_every_issue9_code_is_produced(reports, tmp_path):
+def test_every_export_code_is_produced(reports, tmp_path):
     from codeparse.contract.codes import CODES
 
     produced = {f.code for item in reports.values() for f in item.findings}

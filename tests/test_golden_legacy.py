@@ -1,4 +1,4 @@
-"""Golden files for the legacy archives (issue 5), per grammar, as tests/test_golden.py.
+"""Golden files for the legacy archives, per grammar, as tests/test_golden.py.
 
 ``tests/golden/<grammar>/legacy/<archive>/<entry>.json`` holds
 ``CodeFile.model_dump(mode="json")`` of one code entry of ``fixtures/legacy/<archive>``

@@ -130,7 +130,7 @@ def test_every_statement_pattern_is_linear_on_hostile_lines(grammar_id):
 
 @pytest.mark.parametrize("grammar_id", [g.id for g in available_grammars()])
 def test_classify_patterns_match_every_line_their_rule_matches(grammar_id):
-    """Issue 12: a rule that needs `regex` stands in the `re` master pattern as its
+    """A rule that needs `regex` stands in the `re` master pattern as its
     `classify` pattern, which must match wherever the rule does (checked on every line
     of every fixture text), and the master names the same first rule as trying each.  A
     rule that stands in the master as itself gives its groups from the master's match:
@@ -172,7 +172,7 @@ def test_classify_patterns_match_every_line_their_rule_matches(grammar_id):
 
 
 def test_deep_parentheses_cost_linear_time():
-    """Issue 12: deep parentheses (a statement and a condition) read in time linear in the
+    """Deep parentheses (a statement and a condition) read in time linear in the
     depth; the condition is reported too deep (CP106).  Both depths are well past the
     expression limit (200), where the cost was quadratic; the 2,000-deep row itself is
     tests/test_hostile.py's."""

@@ -1,4 +1,4 @@
-"""Hostile inputs, second round (issue 15): one test per row of the issue's table.
+"""Hostile inputs: one test per kind of input built to exhaust or mislead the check.
 
 Every input is generated here, at test time (the large ones too: nothing big is
 committed), and each test checks the finding or the clean result the row should give,
@@ -214,7 +214,7 @@ def test_thirty_mb_bytecode_pkl_of_memoised_globals(tmp_path):
         size += len(part)
         i += 1
     path = bytecode_archive(tmp_path, b"".join(parts) + b"t.")
-    # The archive reader alone (check also walks every opcode for CP330, issue 11's scan,
+    # The archive reader alone (check also walks every opcode for CP330, the pickle scan,
     # which on a loaded machine may take the input past --timeout-per-input: CP340, bounded too).
     code, out, _err, rss = run_measured(
         "-c", "import codeparse, sys; a = codeparse.open_archive(sys.argv[1]); "
@@ -682,7 +682,7 @@ def test_32000_lines_of_one_statement():
 # ----------------------------------------------------------------- every new code
 
 
-def test_every_issue15_code_is_produced_by_a_test_here():
+def test_every_budget_code_is_produced_by_a_test_here():
     """CP340-CP344 each come from a test of this file (named here), and nothing else is in the range."""
     from codeparse.contract.codes import CODES
 

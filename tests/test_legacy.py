@@ -1,4 +1,4 @@
-"""Legacy formats (issue 5): the archives of PyTorch 1.0 – 2.x in ``fixtures/legacy``.
+"""Legacy formats: the archives of PyTorch 1.0 – 2.x in ``fixtures/legacy``.
 
 Every archive that holds code parses with no diagnostic about reading the text
 (CP101 unparsed, CP112 unbalanced, CP303 grammar mismatch, ...) and with the grammar
@@ -267,7 +267,7 @@ def test_model_json_reads_attributes_tensors_and_code_keys():
 
 
 def test_model_json_nested_modules_and_parameters():
-    # protoVersion 2 layout as quoted in the shared README (#5), with a submodule
+    # the protoVersion 2 layout torch 1.0-1.2 write, with a submodule
     text = ('{"protoVersion":"2","mainModule":{"torchscriptArena":{"key":"code/m.py"},"name":"m",'
             '"parameters":[{"isBuffer":false,"tensorId":"0","name":"w"},{"isBuffer":true,"tensorId":"1","name":"rm"}],'
             '"attributes":[{"type":"List[int]","name":"my_list","id":"1"}],'
@@ -514,7 +514,7 @@ def test_pre_zip_container_is_an_unsupported_format():
 
 
 def test_generated_1_2_custom_model_inlined_reads_like_today():
-    """DESIGN.md §9's CustomModel saved by torch 1.2 (model.json, submodules inlined):
+    """The reference CustomModel saved by torch 1.2 (model.json, submodules inlined):
     the three reference conditions keep their kinds, and every `self` path, however
     deep, gets its role and type from the model.json module tree."""
     files = parsed("generated/torch-1.2.0__custom_model_compat.script.pt")

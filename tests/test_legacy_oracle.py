@@ -1,4 +1,4 @@
-"""The IR oracle on the legacy archives (issue 5), as tests/test_oracle.py does for today's.
+"""The IR oracle on the legacy archives, as tests/test_oracle.py does for today's.
 
 torch 2.13 loads only some of ``fixtures/legacy``: it refuses every model.json archive
 (1.0 - 1.2: "Legacy model format is not supported on mobile"), the pre-zip container,

@@ -1,4 +1,4 @@
-"""The library face of codeparse (issue 11): typed, documented in one screen, every public
+"""The library face of codeparse: typed, documented in one screen, every public
 return type importable from `codeparse`, no private parameters, no hidden pyproject reads."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Every model file is recognised by its bytes, and every pickle is scanned without unpickling
-(issue 11).  Inputs: fixtures/files/ (made by torch 2.13 with fixtures/generate_files.py) and
+"""Every model file is recognised by its bytes, and every pickle is scanned without unpickling.
+Inputs: fixtures/files/ (made by torch 2.13 with fixtures/generate_files.py) and
 malicious pickles built opcode by opcode here, whose payload would create a file in a temp
 folder.  That a payload *would* run is shown in a subprocess only, never in this process.
 """
@@ -122,7 +122,7 @@ def test_large_trace_debug_info_is_read_and_its_limit_is_an_option():
     small = codeparse.open_archive(FILES / "large_trace.pt", Policy(max_debug_chars=10_000))
     [too_long] = [f for f in small.findings if f.code == "CP315"]
     assert "--max-debug-chars" in too_long.message
-    # `check` unpickles debug info only for an origin a reported finding asks for (issue 13):
+    # `check` unpickles debug info only for an origin a reported finding asks for:
     # a trace without ifs asks for none, so the limit is never reached there.
     assert codes(one(FILES / "large_trace.pt", max_debug_chars=10_000)) == []
 

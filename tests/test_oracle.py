@@ -331,7 +331,7 @@ def test_script_text_agrees_with_graph(code_path: Path):
 
 
 class CustomModel(nn.Module):
-    """DESIGN.md §9."""
+    """The reference model: a condition on a tensor's values and two on flag attributes."""
 
     def __init__(self, condition_testing=True, branch_testing=True):
         super().__init__()
@@ -366,7 +366,7 @@ class CustomModel(nn.Module):
 
 
 class Params(nn.Module):
-    """DESIGN.md §9."""
+    """The reference model with attributes and arguments of every scalar type, each in a condition."""
 
     def __init__(self):
         super().__init__()

@@ -1,4 +1,4 @@
-"""Issue 12: the plain-data path.  ``parse_file(..., as_dict=True)`` is built without
+"""The plain-data path.  ``parse_file(..., as_dict=True)`` is built without
 pydantic and equals ``CodeFile.model_dump(mode="json")``; the CLI writes JSON from it,
 byte-identical to the model's JSON, for every fixture; ``import codeparse`` loads no
 pydantic until a model is touched."""

@@ -1,6 +1,6 @@
 """The pre-commit hook, run by pre-commit itself (`pre-commit try-repo`) from a local clone of
 this repository tagged with the package version, in a test repository holding ordinary model
-files (issue 11).  pre-commit installs the hook into its own virtualenv, as users get it."""
+files.  pre-commit installs the hook into its own virtualenv, as users get it."""
 
 from __future__ import annotations
 

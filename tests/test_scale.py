@@ -1,4 +1,4 @@
-"""Issue 13: `check --dask` on a 2-worker LocalCluster, same findings as --jobs 2, Parquet out."""
+"""`check --dask` on a 2-worker LocalCluster, same findings as --jobs 2, Parquet out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every table renderer shows input text as written (issue 11, "Correctness of the tables").
+"""Every table renderer shows input text as written.
 
 Each renderer (``check``, ``diff``, ``capture``, ``ops``, ``parse``) is fed the real
 results of the fixture inputs, then the same results with hostile strings appended to

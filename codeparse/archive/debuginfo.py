@@ -3,7 +3,7 @@
 PyTorch writes, next to each archive code file, a pickle of *source ranges*
 (``torch/csrc/jit/serialization/source_range_serialization.cpp``): a run-length
 table saying "from byte offset N of the code file on, the code was printed from this
-range of the original Python source".  Three layouts exist (DESIGN.md §7):
+range of the original Python source".  Three layouts exist:
 
 1. a tuple of ``(byte_offset, ((text, filename, starting_line), start, end))``;
 2. a tuple of 3-tuples, ``(offset, tag, range)`` in some releases and

@@ -4,13 +4,13 @@ The commands read inputs, call :func:`codeparse.parse_file` / :func:`codeparse.p
 pick a renderer from :mod:`codeparse.output.render` and decide where its output goes (results on
 stdout, diagnostics and errors on stderr).  Nothing else happens here.
 
-Exit codes (DESIGN.md §4): 0 every input was read and understood; 1 some text was read
+Exit codes: 0 every input was read and understood; 1 some text was read
 with diagnostics; 2 an input could not be read at all, the grammar could not be loaded,
 the command line was wrong, or codeparse failed internally.  No traceback is ever
 printed: unexpected errors become one line naming the input.
 
 :func:`main` returns the exit code, so tests call ``main([...])`` and the console script
-(``codeparse = codeparse.cli.app:main``) and ``python -m codeparse`` pass it to ``sys.exit``.
+(``codeparse = codeparse.cli:main``) and ``python -m codeparse`` pass it to ``sys.exit``.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def run_parse(
                 try:
                     if path == "-":
                         code_file, text = _parse_stdin(grammar_id)
-                    elif _is_archive(path):  # issue 3: one CodeFile per code entry, in stored order
+                    elif _is_archive(path):  # one CodeFile per code entry, in stored order
                         from ..archive.torchscript import archive_code_files
 
                         for code_file, text in archive_code_files(path, grammar_id):

@@ -1,4 +1,4 @@
-"""The ``diff``, ``capture``, ``ops`` and ``which`` commands (issue 4), and their renderers.
+"""The ``diff``, ``capture``, ``ops`` and ``which`` commands, and their renderers.
 
 Registered into the ``codeparse`` group by :func:`register`.  Nothing heavy is imported
 at module level (start-up of ``codeparse parse`` must stay small): the diff, operator

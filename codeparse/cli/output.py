@@ -45,7 +45,7 @@ def opened(output_file: Optional[str]) -> Iterator[TextIO]:
     import tempfile
 
     path = Path(output_file)
-    try:  # written whole or not at all: a temporary file beside it, renamed when complete (issue 15)
+    try:  # written whole or not at all: a temporary file beside it, renamed when complete
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".codeparse-", suffix=".tmp", dir=path.parent)
         handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")

@@ -1,7 +1,7 @@
 """The public contract: what codeparse tells you about a piece of TorchScript code text.
 
 Every model is a frozen pydantic model; field names are the contract that tools and CI
-users build on (``../shared/DESIGN.md`` §4): fields may be added, never renamed.
+users build on: fields may be added, never renamed.
 ``extra="forbid"`` applies when JSON is loaded back with ``model_validate_json``.
 
 Position convention (one, used everywhere): a :class:`Span` stores character offsets
@@ -19,7 +19,7 @@ from typing import Literal, Optional
 from .text import ClassDef, CodeFile, ConditionKind, ConditionSource, Diagnostic, Function, Node, Span
 
 
-# -- archive, findings and report models (issue 3) --
+# -- archive, findings and report models --
 
 FailOn = Literal["error", "warning", "info", "never"]
 
@@ -103,7 +103,7 @@ class Branch(Node):
     sources: list[ConditionSource] = Field(
         default_factory=list, description="What the condition depends on, the deciding source first (as in `Condition.sources`)."
     )
-    kind: ConditionKind = Field(description="What the condition depends on (DESIGN.md §5).")
+    kind: ConditionKind = Field(description="What the condition depends on (the first ConditionKind that applies).")
     reachable: bool = Field(description="Whether its function is reachable from the root module's `forward`.")
     origin: Optional[SourceLocation] = Field(default=None, description="Original source line, from debug info.")
 
@@ -285,8 +285,5 @@ class Report(Node):
     exit_code: int = Field(description="0 clean, 1 findings at or above `policy.fail_on`, 2 an input unreadable.")
 
 
-# -- trace-versus-script diff and operator models (issue 4) --
-
-# -- building models from the engine's plain data, without validating it again --
-
-__all__ = ["SourceLocation", "Finding", "ModuleNode", "Branch", "Archive", "Policy", "ExportVerdictKind", "ExportVerdict", "PickleReport", "InputKind", "InputReport", "Report"]
+__all__ = ["SourceLocation", "Finding", "ModuleNode", "Branch", "Archive", "Policy", "ExportVerdictKind", "ExportVerdict",
+           "PickleReport", "InputKind", "InputReport", "Report"]

@@ -43,7 +43,7 @@ CODES: dict[str, Code] = {
         Code("CP301", "unreadable_input", "cannot read input: {reason}", "error"),
         Code("CP302", "binary_input", "input is binary, not code text ({reason})", "error"),
         Code("CP303", "grammar_mismatch", "text lacks the features of grammar {grammar} ({reason})", "warning"),
-        # -- condition findings of `check` (issue 3): CP201-CP219 --
+        # -- condition findings of `check`: CP201-CP219 --
         Code("CP201", "tensor_value_branch", "branch on tensor values: `{condition}` depends on {sources}; a trace freezes the branch it took", "warning"),
         Code("CP202", "tensor_shape_branch", "branch on tensor shape or metadata: `{condition}` depends on {sources}; a trace bakes the example's shape in", "info"),
         Code("CP203", "training_branch", "branch on self.training: `{condition}`; a trace keeps only the mode it was traced in", "info"),
@@ -52,7 +52,7 @@ CODES: dict[str, Code] = {
         Code("CP206", "runtime_branch", "branch on runtime state: `{condition}` depends on {sources}", "info"),
         Code("CP207", "unknown_branch", "cannot tell what `{condition}` depends on", "info"),
         Code("CP208", "constant_branch", "branch on a constant: `{condition}`", "info"),
-        # -- archive reading, limits, resolution (issue 3): CP304-CP349 --
+        # -- archive reading, limits, resolution: CP304-CP349 --
         Code("CP304", "not_a_zip", "not a TorchScript archive: {reason}", "error"),
         Code("CP305", "damaged_zip", "the zip archive is damaged: {reason}", "error"),
         Code("CP306", "unsupported_format", "unsupported format: {reason}", "error"),
@@ -71,7 +71,7 @@ CODES: dict[str, Code] = {
         Code("CP319", "no_version_record", "the archive has no version record (`version` or `.data/version`)", "warning"),
         Code("CP320", "duplicate_entry", "entry {entry} is stored {count} times; loaders may read different ones", "error"),
         Code("CP321", "undeclared_attribute", "{ref} is read, but {type} declares no attribute {name}", "error"),
-        # -- model files recognised by their bytes, pickle safety (issue 11): CP322-CP339 --
+        # -- model files recognised by their bytes, pickle safety: CP322-CP339 --
         Code("CP322", "lfs_pointer", "a Git LFS pointer, not the model: object {oid} ({size} bytes) is not fetched, so nothing was checked", "warning"),
         Code("CP323", "torch_checkpoint", "torch.save checkpoint ({content}): {pickles} pickle(s) scanned, {globals} global(s) named; no TorchScript code to check", "info"),
         Code("CP324", "plain_pickle", "plain pickle: {pickles} pickle(s) scanned, {globals} global(s) named", "info"),
@@ -86,7 +86,7 @@ CODES: dict[str, Code] = {
         Code("CP336", "pickle_instantiated_class", "pickle {entry} instantiates {global_name} (byte {offset}): loading runs the class's code; weights_only=True refuses it unless allowed (torch.serialization.add_safe_globals)", "warning"),
         Code("CP337", "pickle_unreadable_name", "pickle {entry} names a global that cannot be read ({reason}); what loading it calls is not known", "error"),
         Code("CP338", "pickle_walk_cap", "pickle {entry} is not walked to its end ({reason}); what loading it calls is not known", "error"),
-        # -- hostile inputs, second round (issue 15): CP340-CP349 --
+        # -- budgets and hostile inputs: CP340-CP349 --
         Code("CP340", "input_budget_exceeded", "reading this input exceeded its budget: {reason}; its partial results are dropped", "error"),
         Code("CP341", "overlapping_entries", "entry {entry} overlaps entry {other} in the zip; neither is read", "error"),
         Code("CP342", "link_outside_tree", "{link} is a symbolic link to {target}, outside the walked tree; not read", "warning"),
@@ -95,22 +95,22 @@ CODES: dict[str, Code] = {
         Code("CP346", "entry_name_collision", "entries {entry} and {other} differ only in case; torch's reader matches names without regard to case", "error"),
         Code("CP347", "link_outside_tree_model", "{link} is a symbolic link to {target}, a model file outside the walked tree; a loader follows the link", "error"),
         Code("CP344", "file_too_large", "the file is {size} bytes; the limit is {limit} (--max-entry-bytes); not read", "error"),
-        # -- operators and diff (issue 4): CP220-CP239 --
+        # -- operators and diff: CP220-CP239 --
         Code("CP220", "unknown_operator", "operator {operator} (called as {callee}, {count} times) is not known to torch {torch}", "warning"),
         Code("CP221", "script_failed", "torch.jit.script failed: {message}", "error"),
         Code("CP222", "tracer_warning", "TracerWarning at {file}:{line}: {message}", "warning"),
         Code("CP223", "trace_failed", "torch.jit.trace failed: {message}", "error"),
-        # -- diff you can trust (issue 10): CP224-CP229 --
+        # -- when the diff abstains: CP224-CP229 --
         Code("CP224", "diff_inputs_mismatch", "only {matched} of {events} trace calls ({percent}%) match the script: "
              "the script and the trace are not of the same model (or the trace is of a wrapper)", "error"),
-        # -- "Will it export?" (issue 9): CP401-CP419, under `check --target export` --
+        # -- "Will it export?": CP401-CP419, under `check --target export` --
         Code("CP401", "export_data_dependent_branch", "{what} on tensor values: `{condition}` depends on {sources}; torch.export cannot trace it (GuardOnDataDependentSymNode): {advice}", "error"),
         Code("CP402", "export_data_dependent_shape_branch", "{what} on a data-dependent size: `{condition}` reads the size of a tensor made from tensor values ({producers}); torch.export cannot decide it: assert what the code needs with torch._check(...) / torch._check_is_size(...), or move the check out of the exported code", "error"),
         Code("CP403", "export_shape_specialization", "{what} on tensor shape: `{condition}` depends on {sources}; torch.export specializes to the example's shape; with a named Dim on that dimension export fails unless the Dim's range decides it: give dynamic_shapes a Dim with min/max on the side the example takes (Dim.AUTO refines silently)", "info"),
         Code("CP404", "export_specialization", "{what} on {kind}: `{condition}` depends on {sources}; torch.export keeps the branch the example takes", "info"),
         Code("CP405", "export_tensor_to_scalar", "`{conversion}` turns a tensor's value into a Python number outside a condition; non-strict torch.export rejects it even without a branch: keep the value a tensor, or bound it with torch._check(...) / torch._check_is_size(...)", "error"),
         Code("CP406", "export_unknown_branch", "cannot tell what `{condition}` depends on; torch.export may fail or specialize at this {what}", "warning"),
-        # -- legacy formats (issue 5): CP350-CP369 --
+        # -- legacy formats: CP350-CP369 --
         Code("CP350", "unresolved_constant", "{name} is not in the model.json tensor table ({count} tensors)", "error"),
         Code("CP351", "mobile_bytecode", "mobile bytecode version {version} in {entry}: {methods} methods, {count} operators: {operators}", "info"),
         Code("CP352", "bad_mobile_bytecode", "{entry} is not understood ({reason})", "warning"),

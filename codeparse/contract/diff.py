@@ -10,7 +10,8 @@ from typing import Literal, Optional
 from .check import SourceLocation
 from .text import CallKind, ConditionKind, Diagnostic, Node
 
-__all__ = ["DiffCall", "IfDiff", "LostCall", "UnrolledLoop", "BakedConstant", "ModuleDiff", "DiffReport", "OperatorInfo", "OperatorUse", "CaptureWarning", "CaptureError"]
+__all__ = ["DiffCall", "IfDiff", "LostCall", "UnrolledLoop", "BakedConstant", "ModuleDiff", "DiffReport",
+           "OperatorInfo", "OperatorUse", "CaptureWarning", "CaptureError"]
 
 
 TakenBranch = Literal["then", "else", "neither", "unknown", "mixed", "kept", "ambiguous"]
@@ -44,7 +45,7 @@ class IfDiff(Node):
     line: int = Field(description="1-based line of the `if` header in the script text.")
     depth: int = Field(description="Nesting depth, as in `IfStatement.depth`.")
     condition: str = Field(description="The condition as printed.")
-    kind: ConditionKind = Field(description="What the condition depends on (DESIGN.md §5).")
+    kind: ConditionKind = Field(description="What the condition depends on (the first ConditionKind that applies).")
     taken: TakenBranch = Field(
         description="`then`/`else`: the trace followed it; `neither`: the `if` certainly did not run in the "
         "trace; `unknown`: the trace cannot tell (no evidence, or the text does not describe the run there); `mixed`: "

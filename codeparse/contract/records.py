@@ -20,7 +20,8 @@ from .views import Data
 if TYPE_CHECKING:  # the models import pydantic: built only for a Python caller (check, check_input)
     from .check import Policy, Report
 
-__all__ = ["Limits", "Record", "Checked", "finding", "input_report", "report", "report_model", "input_model", "policy_model", "limits_of", "dumps", "indented_json"]
+__all__ = ["Limits", "Record", "Checked", "finding", "input_report", "report", "report_model", "input_model",
+           "policy_model", "limits_of", "dumps", "indented_json"]
 
 
 class Limits:

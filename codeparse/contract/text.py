@@ -13,13 +13,16 @@ from .codes import diagnostic
 if TYPE_CHECKING:  # the models import pydantic; plain diagnostics never need it
     from .text import Diagnostic
 
-__all__ = ["ConditionKind", "SourceKind", "CallKind", "SelfRole", "Severity", "ClassKind", "Node", "Span", "Diagnostic", "Param", "Signature", "ConditionSource", "Condition", "Call", "IfStatement", "Loop", "SelfRef", "Function", "ClassAttribute", "ClassDef", "CodeFile"]
+__all__ = ["ConditionKind", "SourceKind", "CallKind", "SelfRole", "Severity", "ClassKind", "Node", "Span", "Diagnostic",
+           "Param", "Signature", "ConditionSource", "Condition", "Call", "IfStatement", "Loop", "SelfRef", "Function",
+           "ClassAttribute", "ClassDef", "CodeFile"]
 
 
 ConditionKind = Literal[
     "tensor_value", "tensor_shape", "argument", "attribute", "runtime", "unknown", "constant"
 ]
-"""What an ``if`` condition depends on, in priority order (first wins); see DESIGN.md §5."""
+"""What an ``if`` condition depends on, in priority order (first wins); the rules are in
+:mod:`codeparse.infer.conditions` and docs/how-it-works.md."""
 
 SourceKind = ConditionKind
 
@@ -97,7 +100,7 @@ class ConditionSource(Node):
     """One thing a condition depends on."""
 
     ref: str = Field(description="Its name: `self.branch_testing`, `is_str`, `x`, `torch.is_grad_enabled`.")
-    kind: SourceKind = Field(description="The DESIGN.md §5 row through which it reaches the condition.")
+    kind: SourceKind = Field(description="The kind of dependence through which it reaches the condition (a ConditionKind row).")
     type: str = Field(description="TorchScript type as far as known (`bool`, `Tensor`, ...), else `unknown`.")
 
 

@@ -19,13 +19,13 @@ __all__ = ["expand_inputs", "CHECK_CODE_SUFFIXES"]
 CHECK_CODE_SUFFIXES = (".code",)
 
 # The `problem` of a file met in a directory walk that is no model file but is named like
-# one (`notes.pt`): listed as kind `other`, not an error (issue 11).
+# one (`notes.pt`): listed as kind `other`, not an error.
 NOT_A_MODEL = "not a model file"
 # The note for a file named on the command line that is neither a model file nor TorchScript text.
 SKIPPED = "neither a model file nor TorchScript text; skipped"
 
 # The `problem` of a symbolic link met in a walk whose target leaves the walked tree,
-# followed by the target: reported (CP342), never read (issue 15).
+# followed by the target: reported (CP342), never read.
 OUTSIDE_TREE = "link outside the walked tree: "
 
 

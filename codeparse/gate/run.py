@@ -24,7 +24,26 @@ Exit code of a :class:`Report`: 2 if an input could not be read at all, else 1 i
 selected finding is at or above ``fail_on``, else 0.  Inputs are checked
 independently, so ``jobs > 1`` (processes) gives the same report as one process.
 
-The check runs on plain data (:mod:`codeparse.contract.records`): :func:`check_data` and
+How a check runs (:func:`check_data`):
+
+1. The paths are expanded into inputs (:func:`codeparse.gate.inputs.expand_inputs`):
+   directories walked, excluded names skipped, an input with a problem (no model file,
+   a link leaving the tree) kept with it.  Inputs whose whole report the cache folder
+   holds are not read again.
+2. Each other input is checked in a worker process within its time and memory budget
+   (:mod:`codeparse.gate.budget`; CP340 when it runs out): :func:`input_data` tells it
+   apart by its bytes and gives one :class:`~codeparse.contract.records.Checked`: a code
+   text parsed and its conditions (or export rules) applied, an archive read through
+   :func:`archive_data` (each entry parsed once, the program resolved, debug info read
+   only where a finding asks where it was printed from), any other model file's pickles
+   scanned (:mod:`codeparse.pickles.scan`).
+3. :func:`reported` turns that result into the input's report, once: the findings the
+   policy selects (all of them when the input could not be read).
+4. :func:`adjust` marks findings in torch's own code and drops the excluded, the
+   per-file-ignored and the baselined ones; the report counts the rest and sets the exit
+   code (:func:`make_report_data`).
+
+Everything runs on plain data (:mod:`codeparse.contract.records`): :func:`check_data` and
 :func:`input_data` return the report and an input's report as the dicts the models
 dump to, and read the policy as ``Limits``; the CLI writes every format from them
 without importing pydantic.  :func:`check` and :func:`check_input`, for Python callers,

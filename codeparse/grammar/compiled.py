@@ -31,7 +31,8 @@ import sys
 import zlib
 from typing import Any, Optional
 
-__all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "engine_tags", "known_not_re", "recording"]
+__all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "engine_tags", "known_not_re",
+           "recording"]
 
 STORE_FILE = "patterns.json.gz"
 REGEX_VERSION0 = 0x2000  # `regex.VERSION0`, without importing `regex` (a test checks it)

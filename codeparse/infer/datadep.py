@@ -1,4 +1,4 @@
-"""Data-dependent shapes: which sizes depend on tensor values (issue 9).
+"""Data-dependent shapes: which sizes depend on tensor values.
 
 ``torch.export`` traces with symbolic sizes.  The output of ``nonzero``,
 ``masked_select``, ``x[mask]``, ``unique``, ``repeat_interleave`` with tensor repeats

@@ -47,7 +47,7 @@ FORMATS = ("table", "json", "jsonl")
 CALLS_CAP = 6
 # Below this many columns the ifs are listed as blocks of rows, not as one wide table.
 WIDE_TABLE = 120
-# Rich colour per condition kind (DESIGN.md §5 order): the riskier, the louder.
+# Rich colour per condition kind (ConditionKind order): the riskier, the louder.
 KIND_STYLE = {
     "tensor_value": "bold red",
     "tensor_shape": "yellow",

@@ -9,12 +9,12 @@ line comes as HTML, from the ``highlight`` function given
 (:func:`codeparse.report.highlight.highlight_html`).
 
 The data comes from the same functions ``check`` and ``diff`` use, as the plain data
-``check`` carries (no pydantic model, but for ``--target export``, whose rules read an
-:class:`~codeparse.contract.check.Archive`): the archive reader
-(:func:`codeparse.archive.torchscript.reading_archive`, each entry parsed once), the resolved
-program (:func:`codeparse.text.program.analyse`: classes, the module tree, what ``forward``
-reaches), each line's original source line, the checker's policy and finding filter,
-and :func:`codeparse.trace.compare.diff`.  The reader also hands over the code text the
+``check`` carries: an archive is read by :func:`codeparse.gate.run.archive_data`, the one
+reading of an open archive that ``check`` does too (its report, and the resolved program:
+classes, the module tree, what ``forward`` reaches), after every ``.debug_pkl`` is read
+for each line's original source line; a code text is reported by
+:func:`codeparse.gate.run.code_report`, any other input by
+:func:`codeparse.gate.run.input_data`; a pair by :func:`codeparse.trace.compare.diff`.  The reader also hands over the code text the
 spans index into and each entry's debug info, from which the original line's text is
 taken (``.debug_pkl`` stores the source of every function it maps).
 """
@@ -28,7 +28,7 @@ from typing import Any, Iterable, Optional
 
 __all__ = ["KINDS", "Mark", "LineView", "FileView", "FindingView", "InputView", "PairView", "collect_input"]
 
-# Condition kinds (DESIGN.md §5), in priority order, with the label a reader sees next to
+# Condition kinds (ConditionKind), in priority order, with the label a reader sees next to
 # the line and what it means for a trace.  Colours live in the CSS (one rule per kind).
 KINDS: dict[str, tuple[str, str]] = {
     "tensor_value": ("tensor value", "branches on a tensor's contents: a trace freezes the branch it took"),

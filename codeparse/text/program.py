@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # the models are built only for an Archive (resolve)
 __all__ = ["parse_program", "resolve", "analyse", "Analysis", "condition_finding",
            "condition_diagnostic", "to_finding", "CONDITION_CODES"]
 
-# Condition kind -> finding code (DESIGN.md §5 rows); `self.training` has its own code.
+# Condition kind -> finding code (the rows of ConditionKind); `self.training` has its own code.
 CONDITION_CODES = {
     "tensor_value": "CP201",
     "tensor_shape": "CP202",

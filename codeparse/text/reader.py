@@ -28,7 +28,8 @@ from .extract import Extractor
 if TYPE_CHECKING:  # the models import pydantic; the plain-data path never does
     from ..contract.text import CodeFile
 
-__all__ = ["parse_text", "parse_bytes", "decode_text", "parse_file", "iter_inputs", "detect_grammar", "is_torchscript_text", "module_name_for", "CODE_SUFFIXES"]
+__all__ = ["parse_text", "parse_bytes", "decode_text", "parse_file", "iter_inputs", "detect_grammar", "is_torchscript_text",
+           "module_name_for", "CODE_SUFFIXES"]
 
 
 CODE_SUFFIXES = (".code", ".py")
