@@ -492,9 +492,9 @@ def warm_up() -> None:
         return
     _warmed = True
     try:
-        from ..archive import torchscript as archive, debuginfo
-        from ..text import cache, program as resolve
-        from ..pickles import scan  # noqa: F401 - imported for the workers
+        from ..archive import debuginfo, torchscript  # noqa: F401 - imported for the workers
+        from ..pickles import scan  # noqa: F401
+        from ..text import cache, program  # noqa: F401
 
         try:
             import ctypes  # noqa: F401 - each worker's die-with-parent hook (codeparse.gate.budget), once here
@@ -505,7 +505,7 @@ def warm_up() -> None:
         from ..pickles.picklescan import classify
 
         parse_text(_WARM_UP_TEXT, "code/__torch__.py", as_dict=True)
-        load_grammar().fragments["dotted"]  # type names in declarations (resolve)
+        load_grammar().fragments["dotted"]  # type names in declarations (the program)
         classify("torch._utils._rebuild_tensor_v2")  # the pickle scan's table
     except Exception:  # noqa: BLE001 - only a head start: a worker does the same work if this fails
         pass
