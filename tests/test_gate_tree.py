@@ -59,7 +59,8 @@ def test_a_pyproject_in_the_tree_cannot_ignore_exclude_or_baseline_a_model_file(
         assert said in err, said
     assert not (repo / "stored").exists()  # no cache folder from the tree
     assert report["policy"]["baseline"] is None and "CP330" in report["policy"]["select"]
-    assert "CP201" in report["policy"]["ignore"] and "CP304" in report["policy"]["ignore"]
+    assert "CP201" in report["policy"]["ignore"] and "CP303" in report["policy"]["ignore"]
+    assert "CP304" not in report["policy"]["ignore"] and "CP309" not in report["policy"]["ignore"]
 
 
 def test_a_trusted_config_can_still_decide(repo, capsys, tmp_path):

@@ -45,9 +45,12 @@ _LIMITS = ("max_entries", "max_entry_bytes", "max_total_bytes", "max_ratio", "ma
 _SETTINGS = ("cache-dir", "cache_dir")  # [tool.codeparse] keys that are not policy
 # What makes a file that runs code when it is loaded fail the gate: a pyproject.toml found
 # in the checked tree can neither ignore, deselect nor per-file-ignore these (the pickle
-# and container findings); a trusted --config file can.
-SAFETY_CODES = ("CP320", "CP330", "CP331", "CP332", "CP333", "CP334", "CP335", "CP336", "CP337", "CP338",
-                "CP340", "CP341", "CP343", "CP345", "CP346", "CP347")
+# and container findings, and the reading limits and refusals that leave a model file or
+# an entry unread: a tree that lowers a limit must not also hide what it left unread);
+# a trusted --config file can.
+SAFETY_CODES = ("CP301", "CP304", "CP305", "CP306", "CP307", "CP308", "CP309", "CP310", "CP311", "CP312",
+                "CP313", "CP320", "CP330", "CP331", "CP332", "CP333", "CP334", "CP335", "CP336", "CP337", "CP338",
+                "CP340", "CP341", "CP343", "CP344", "CP345", "CP346", "CP347")
 
 
 class PolicyError(ValueError):

@@ -253,30 +253,14 @@ def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> Checked:
     return scan_input(path, kind, policy, data)
 
 
-# torch.save's legacy magic number, as the pickles it writes spell it (LONG1, and a protocol 0 LONG).
-_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
-_MAGIC_SPELLINGS = (_LEGACY_MAGIC.to_bytes(10, "little"), str(_LEGACY_MAGIC).encode())
-
-
 def stream_scans(raw: bytes, entry: str) -> list[PickleScan]:
     """The pickles of a file that is no zip, as loaders read it: ``pickle.loads`` reads the
     first; ``torch.load`` reads it as the legacy stream (magic number, protocol, sys_info,
-    the object, the storage keys), going on past the first pickle when it gives the magic
-    number, which a pickle that names no global can only do by spelling it."""
-    first = scan_pickle(raw, entry)
-    if first.error is not None or first.end >= len(raw):
-        return [first]
-    if not first.globals and not any(m in raw[:first.end] for m in _MAGIC_SPELLINGS):
-        return [first]
-    scans = [first]
-    start = first.end
-    while start < len(raw) and len(scans) < MAX_PICKLES:
-        scan = scan_pickle(raw, f"{entry}#{len(scans)}", start)
-        scans.append(scan)
-        if scan.error is not None:
-            break
-        start = scan.end
-    return scans
+    the object, the storage keys) when the first pickle gives the magic number, which it
+    may spell in many ways (any integer opcode, any text ``int()`` reads, a call).  So the
+    bytes after each pickle are walked as the next one, whatever the first held, up to
+    the five pickles the legacy stream reads (the raw storage bytes follow them)."""
+    return scan_stream(raw, entry, MAX_PICKLES)
 
 
 MAX_TAR_MEMBERS = 10_000
