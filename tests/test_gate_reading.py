@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from codeparse.cli.app import main
+from codeparse.files.filekind import LFS_MAGIC
 from codeparse.text import cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,3 +134,174 @@ def test_the_tree_pickles_run_under_the_loaders(tree):
     assert _fires(tree / "model.pkl", "pickle")
     assert _fires(tree / "model.pt", "torch_load")
 
+
+
+# ------------------------------------------------------------------------------ legacy tar
+
+def base256_checksum(tar: bytes) -> bytes:
+    """``tar`` with its first header's checksum stored base-256 (``0x80`` then 7 big-endian
+    bytes), as ``tarfile.nti`` reads it; the sum itself is unchanged."""
+    raw = bytearray(tar)
+    total = int(bytes(raw[148:156]).split(b"\0")[0].strip(), 8)
+    raw[148:156] = b"\x80" + total.to_bytes(7, "big")
+    return bytes(raw)
+
+
+ZERO = mk.pk(b"K\x00")
+TAR = {"storages": ZERO + mk.pk(b"]"), "tensors": ZERO, "pickle": SYSTEM}
+
+
+def test_a_base256_checksum_is_a_tar_as_tarfile_reads_it():
+    import io
+    import tarfile
+
+    from codeparse.files.filekind import is_tar, recognize_bytes
+
+    data = base256_checksum(mk.legacy_tar(TAR))
+    assert tarfile.open(fileobj=io.BytesIO(data), mode="r:").getnames() == ["storages", "tensors", "pickle"]
+    assert is_tar(data) and recognize_bytes(data).detail == "legacy tar"
+    broken = bytearray(data)
+    broken[155] ^= 1  # the sum no longer holds: tarfile refuses the header
+    assert not is_tar(bytes(broken))
+    assert not is_tar(bytes(512) + data)  # a zero block first: tarfile finds no member
+
+
+@pytest.mark.parametrize("name", ["m.pt", "m.tar", "m.bin", "model"])
+def test_a_base256_tar_fails_in_a_walk_and_by_name(tmp_path, capsys, name):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / name).write_bytes(base256_checksum(mk.legacy_tar(TAR)))
+    for target in (str(folder), str(folder / name)):
+        code, report = _check(capsys, target, "--isolated")
+        assert code == 1 and report["inputs"][0]["kind"] == "checkpoint"
+        assert "CP330" in _codes(report)[name]
+
+
+def test_a_tar_that_is_also_an_lfs_pointer_is_read_as_a_tar(tmp_path, capsys):
+    data = base256_checksum(mk.legacy_tar(TAR, first=LFS_MAGIC.decode()))
+    assert data.startswith(LFS_MAGIC)
+    path = tmp_path / "pointer.pt"
+    path.write_bytes(data)
+    code, report = _check(capsys, str(path), "--isolated")
+    assert code == 1 and "CP330" in _codes(report)["pointer.pt"] and "CP322" not in _codes(report)["pointer.pt"]
+
+
+def link_tar(target: str, kind: bytes, name: str = "storages") -> bytes:
+    """A legacy tar whose ``name`` member is a link (``tarfile.SYMTYPE``/``LNKTYPE``) to ``target``."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for member in ("storages", "tensors", "pickle"):
+            info = tarfile.TarInfo(member)
+            info.mtime, info.mode = 0, 0o644
+            if member == name:
+                info.type, info.linkname = kind, target
+                tar.addfile(info)
+            else:
+                data = {**TAR, "pickle": mk.CLEAN_DICT}[member]
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["storages", "tensors", "pickle"])
+@pytest.mark.parametrize("kind", ["sym", "hard"])
+def test_a_tar_member_that_is_a_link_fails_closed_with_a_code(tmp_path, capsys, name, kind):
+    import tarfile
+
+    payload = tmp_path / "payload.txt"
+    payload.write_bytes(EVIL)
+    link = tarfile.SYMTYPE if kind == "sym" else tarfile.LNKTYPE
+    path = tmp_path / "linked.pt"
+    path.write_bytes(link_tar(str(payload), link, name))
+    code, report = _check(capsys, str(path), "--isolated")
+    findings = report["inputs"][0]["findings"]
+    assert code == 1
+    assert [f["code"] for f in findings if f["severity"] == "error"] == ["CP332"]
+    assert "link to" in findings[-1]["message"] and "internal error" not in json.dumps(report)
+
+
+@pytest.mark.torch
+def test_the_loaders_run_the_tars(tmp_path, capsys):
+    import tarfile
+
+    plain = tmp_path / "base256.pt"
+    plain.write_bytes(base256_checksum(mk.legacy_tar({**TAR, "pickle": EVIL})))
+    pointer = tmp_path / "pointer.pt"
+    pointer.write_bytes(base256_checksum(mk.legacy_tar({**TAR, "pickle": EVIL}, first=LFS_MAGIC.decode())))
+    payload = tmp_path / "payload.txt"
+    payload.write_bytes(EVIL)
+    linked = tmp_path / "linked.pt"
+    linked.write_bytes(link_tar(str(payload), tarfile.SYMTYPE))
+    fired = mk.run_loaders([plain, pointer, linked], timeout=60.0, loaders=("torch_load",))
+    assert all(fired[str(p)]["torch_load"] for p in (plain, pointer, linked)), fired
+    for path in (plain, pointer, linked):
+        assert main(["check", str(path), "--isolated"]) == 1
+    capsys.readouterr()
+
+
+# ---------------------------------------------------------------------- pickle starts
+
+def legacy_after(prefix: bytes) -> bytes:
+    """The legacy stream whose magic pickle starts with ``prefix`` (opcodes that push and pop)."""
+    magic = b"\x8a\x0a" + mk.MAGIC.to_bytes(10, "little") + b"."
+    return prefix + magic + b"M\xe9\x03." + b"}." + EVIL + b"]."
+
+
+STARTS = {
+    "proto1.pkl": b"\x80\x01" + mk.pk(mk.call(mk.g("cProfile", "run"), mk.s(mk.PY)), None),
+    "proto0.pkl": b"\x80\x00" + b"ccProfile\nrun\n(V" + mk.PY.encode() + b"\ntR.",
+    "binbytes.pkl": b"C\x000" + b"ccProfile\nrun\n(V" + mk.PY.encode() + b"\ntR.",
+    "bigbytes.pkl": b"B\x03\x00\x00\x00abc0" + mk.pk(mk.call(mk.g("cProfile", "run"), mk.s(mk.PY)), None),
+    "none_pop.pkl": b"N0" + mk.pk(mk.call(mk.g("cProfile", "run"), mk.s(mk.PY)), None),
+    "legacy_binbytes.pt": legacy_after(b"C\x000"),
+    "no_stop.pkl": b"ccProfile\nrun\n(V" + mk.PY.encode() + b"\ntR\xff",  # runs, then fails
+}
+
+
+def test_every_pickle_start_the_unpickler_accepts_is_a_pickle_in_a_walk(tmp_path, capsys):
+    from codeparse.files.filekind import recognize
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name, data in STARTS.items():
+        (folder / name).write_bytes(data)
+        assert recognize(folder / name).kind == "pickle", name
+    code, report = _check(capsys, str(folder), "--isolated")
+    codes = _codes(report)
+    assert code == 1
+    assert {n: "CP334" in codes[n] for n in STARTS} == {n: True for n in STARTS}
+
+
+@pytest.mark.parametrize("text", [
+    b"bad idea\n", b"import os\nprint(1)\n", b"Please read me\n", b"(just a note)\n", b"N",
+    b"class A:\n    pass\n", b"graph(%x):\n  return (%x)\n", b'{"a": 1}', b"", b"\x80\x09N.",
+    b"cat foo\nbar\n", b"build\n",
+])
+def test_text_that_no_unpickler_reads_is_no_pickle(text):
+    from codeparse.files.filekind import is_pickle
+
+    assert not is_pickle(text)
+
+
+def test_a_pickle_cut_by_the_head_bound_is_still_a_pickle():
+    from codeparse.files.filekind import _HEAD, is_pickle
+
+    long = b"(" + b"K\x01" * _HEAD + b"l."  # a protocol 1 list: its STOP lies past the bound
+    assert is_pickle(long) and not is_pickle(long[:_HEAD])
+
+
+@pytest.mark.torch
+def test_the_loaders_run_the_pickle_starts(tmp_path, capsys):
+    paths = []
+    for name, data in STARTS.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        paths.append(path)
+    fired = mk.run_loaders(paths, timeout=60.0, loaders=("pickle", "torch_load"))
+    loader = {p: "torch_load" if p.suffix == ".pt" else "pickle" for p in paths}
+    assert {p.name: fired[str(p)][loader[p]] for p in paths} == {p.name: True for p in paths}
+    assert main(["check", str(tmp_path), "--isolated"]) == 1
+    capsys.readouterr()

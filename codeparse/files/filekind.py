@@ -12,9 +12,10 @@ kind               recognised by
                    without it) and no code (``torch.save``), the legacy ``torch.save``
                    stream (a pickle of torch's magic number first), or a tar (the legacy
                    tar format: ``torch.load`` tries it first, whatever else the file is)
-``pickle``         any other pickle: protocol 2-5 (``\\x80`` then the protocol byte), or
-                   protocol 0/1 (or behind ``N0``) when a walk of its opcodes reaches ``STOP``
-                   or a global before it fails
+``pickle``         any other pickle: protocol 2-5 (``\\x80`` then the protocol byte), or any
+                   start the unpickler accepts (protocol 0/1, ``\\x80\\x01``, any opcode first)
+                   when a bounded walk of its opcodes reaches ``STOP``, or imports something
+                   before it fails
 ``lfs_pointer``    a Git LFS pointer file (``version https://git-lfs.github.com/spec/v1``)
 ``other``          anything else (code text included: ``.code`` files are chosen by suffix)
 =================  ===========================================================================
@@ -74,19 +75,20 @@ def _legacy_checkpoint(head: bytes) -> bool:
 
 
 def is_tar(head: bytes) -> bool:
-    """Whether ``tarfile`` (which ``torch.load`` tries first) reads a header at the start:
-    the header's checksum holds, as ``tarfile`` computes it (unsigned or signed bytes)."""
-    if len(head) < 512:
+    """Whether ``tarfile`` (which ``torch.load`` tries first) reads a member header at the
+    start: :meth:`tarfile.TarInfo.frombuf` itself decides (a checksum in octal text or
+    base-256, ``0x80`` then big-endian bytes; every numeric field readable).  A first block
+    of zeros opens an empty tar, from which torch finds no member: no tar here."""
+    import tarfile
+
+    block = head[:512]
+    if len(block) < 512 or not block.strip(b"\0"):
         return False
-    field = head[148:156].split(b"\0", 1)[0].strip()
     try:
-        stored = int(field.decode("ascii") or "x", 8)
-    except ValueError:
+        tarfile.TarInfo.frombuf(block, tarfile.ENCODING, "surrogateescape")
+    except (tarfile.HeaderError, ValueError, OverflowError):
         return False
-    rest = head[:148] + b" " * 8 + head[156:512]
-    unsigned = sum(rest)
-    signed = unsigned - 256 * sum(1 for byte in rest if byte > 127)
-    return stored in (unsigned, signed)
+    return True
 
 
 def _zip_kind(handle: io.BufferedIOBase, max_entries: int, keep: bool = False) -> FileKind:
@@ -123,7 +125,7 @@ def _zip_kind(handle: io.BufferedIOBase, max_entries: int, keep: bool = False) -
 
 def recognize_bytes(data: bytes, max_entries: int = 50_000) -> FileKind:
     """The kind of a file held in memory (standard input)."""
-    return _recognize(data[:_HEAD], lambda: io.BytesIO(data), max_entries)
+    return _recognize(data[:_HEAD + 1], lambda: io.BytesIO(data), max_entries)
 
 
 def recognize(path: str | os.PathLike, max_entries: int = 50_000, keep: bool = False) -> FileKind:
@@ -132,7 +134,7 @@ def recognize(path: str | os.PathLike, max_entries: int = 50_000, keep: bool = F
     ``keep``: a TorchScript zip stays open, read once (``opened``: the caller closes it)."""
     handle = open(path, "rb")
     try:
-        head = handle.read(_HEAD)
+        head = handle.read(_HEAD + 1)  # one byte more: whether the file goes on past the head
         handle.seek(0)
         found = _recognize(head, lambda: handle, max_entries, keep)
     except BaseException:
@@ -154,15 +156,15 @@ def _recognize(head: bytes, opener, max_entries: int, keep: bool = False) -> Fil
 
     if head[:4] in ZIP_MAGIC:
         return _zip_kind(opener(), max_entries, keep)
-    if head.startswith(PYTORCH1_MAGIC):
-        return FileKind("torchscript", detail="PYTORCH1")
     if is_tar(head):
         return FileKind("checkpoint", detail="legacy tar")
+    if head.startswith(PYTORCH1_MAGIC):
+        return FileKind("torchscript", detail="PYTORCH1")
     if _legacy_checkpoint(head):
         return FileKind("checkpoint", detail="legacy")
     if head.startswith(LFS_MAGIC):
         return FileKind("lfs_pointer")
-    if is_pickle(head, more=len(head) >= _HEAD):
+    if is_pickle(head):
         return FileKind("pickle")
     return FileKind("other")
 
@@ -173,58 +175,78 @@ def looks_like_pickle(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-# The first bytes a protocol 0/1 pickle (or one behind opcodes that push and pop) starts with.
-_PICKLE_STARTS = frozenset(b"(}])NIJKLMFGSTUVXcio\x88\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x93\x95")
+# Opcodes that import or call (and so may run) something as soon as the unpickler reads
+# them with the stack they need.
+_IMPORTS = frozenset(("GLOBAL", "INST", "STACK_GLOBAL", "EXT1", "EXT2", "EXT4"))
+_CALLS = frozenset(("REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "BUILD"))
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_GLOBAL_OPS = frozenset(("GLOBAL", "INST"))
-# Opcodes that look a global up or call something: reached with the stack they need, the
-# loader has run code by then.
-_ACTING_OPS = frozenset(("STACK_GLOBAL", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "BUILD"))
 
 
 def is_pickle(data: bytes, more: bool = False) -> bool:
-    """Whether ``pickle.loads`` would run something from ``data``, the first bytes of a file
-    (``more``: the file goes on past them): a protocol 2-5 header, or a walk of its opcodes
-    (:func:`pickletools.genops`, which builds nothing; the stack depth followed) from the
-    first byte that reaches ``STOP``, a global with a plausible name, an opcode that looks a
-    global up or calls with the stack it needs, or the end of ``data`` while the file goes
-    on.  Protocol 0 and 1 pickles have no header, and ``N0`` or other opcodes may come first."""
-    import pickletools
-
+    """Whether a loader would read ``data`` as a pickle and may run something from it: a
+    protocol 2-5 header, or a walk of its first :data:`_HEAD` bytes from byte 0, opcode by
+    opcode (:func:`pickletools.genops`, which builds nothing) with the stack and marks
+    counted as the C unpickler keeps them, that reaches ``STOP``, or that meets an opcode
+    importing something before the walk fails or the data ends, or that is cut by the
+    bound (the file goes on).  Protocol 0 and 1 pickles need no header, and any opcode may
+    come first (``N0``, ``C\\x00`` then ``POP``, ``\\x80\\x01``).  ``more``: the file goes
+    on past ``data`` (as when ``data`` itself goes on past the bound)."""
     if looks_like_pickle(data[:2]):
         return True
-    if not data or data[0] not in _PICKLE_STARTS:
-        return False
-    ops = 0
-    depth = 0
-    marks: list[int] = []
+    return _walk_start(data[:_HEAD], bool(more) or len(data) > _HEAD)
+
+
+def _walk_start(data: bytes, cut: bool) -> bool:
+    import pickle
+    import pickletools
+
+    mark = pickletools.markobject
+    stack: list = []
+    memo: set = set()
+    ran = False
     try:
-        for op, arg, _pos in pickletools.genops(io.BytesIO(data)):
-            ops += 1
-            if op.name in _GLOBAL_OPS and isinstance(arg, str):
-                module, _, name = arg.partition(" ")
-                if _IDENTIFIER.fullmatch(module) and _IDENTIFIER.fullmatch(name):
-                    return True
-            if op.name == "STOP":
-                return ops > 1 and depth == 1
+        for op, arg, _pos in pickletools.genops(data):
+            name = op.name
+            if name == "PROTO" and arg > pickle.HIGHEST_PROTOCOL:
+                return ran
             before = op.stack_before
-            if pickletools.markobject in before:
-                if not marks:
-                    return False  # the loader fails here, having run nothing
-                depth = marks.pop()  # what is above the mark goes; what is below it is taken
-                before = before[:before.index(pickletools.markobject)]
-            if len(before) > depth:
-                return False
-            if op.name in _ACTING_OPS:
-                return True
-            depth -= len(before)
-            for item in op.stack_after:
-                if item is pickletools.markobject:
-                    marks.append(depth)
+            if mark in before or (name == "POP" and stack and stack[-1] is mark):
+                if mark not in stack:
+                    return ran  # no MARK: the unpickler fails here
+                at = len(stack) - 1 - stack[::-1].index(mark)
+                above, below = len(stack) - at - 1, at
+                if mark in before:
+                    index = before.index(mark)
+                    if below < index or above < len(before) - index - 2:
+                        return ran
+                    del stack[at - index:]
                 else:
-                    depth += 1
-    except ValueError as exc:  # an unknown opcode or a bad argument; the end of data: maybe
-        return more and any(w in str(exc) for w in ("exhausted", "but only"))
-    except Exception:  # noqa: BLE001 - anything else genops raises: no pickle
-        return False
-    return more  # the data ends inside what may be a pickle
+                    stack.pop()
+            else:
+                if len(stack) < len(before) or mark in stack[len(stack) - len(before):]:
+                    return ran  # a stack underflow, or an operand that is a mark
+                if before:
+                    del stack[len(stack) - len(before):]
+            if name in _IMPORTS:
+                if name in ("GLOBAL", "INST"):
+                    module, _, attr = str(arg).partition(" ")
+                    ran = ran or bool(_IDENTIFIER.fullmatch(module) and _IDENTIFIER.fullmatch(attr))
+                else:
+                    ran = True
+            elif name in _CALLS:
+                ran = True
+            if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo.add(arg)
+            elif name == "MEMOIZE":
+                memo.add(len(memo))
+            elif name in ("GET", "BINGET", "LONG_BINGET") and arg not in memo:
+                return ran
+            if name == "STOP":
+                return True
+            stack.extend(op.stack_after)
+    except ValueError as exc:  # an unknown opcode, a bad argument or the end of the data
+        ended = any(w in str(exc) for w in ("exhausted", "but only", "not enough data", "no newline found"))
+        return ran or (ended and cut)
+    except Exception:  # noqa: BLE001 - anything else genops raises: the unpickler fails there too
+        return ran
+    return ran or cut

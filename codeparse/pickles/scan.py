@@ -289,10 +289,18 @@ def tar_scans(raw: bytes, entry: str) -> tuple[list[PickleScan], list[tuple[str,
         if member.name not in ("pickle", "storages", "tensors"):
             continue
         shown = f"{entry}!{member.name}"
+        if member.issym() or member.islnk():  # torch extracts the link and reads what it names
+            kind = "a symbolic" if member.issym() else "a hard"
+            problems.append((shown, f"the member is {kind} link to {member.linkname!r}: torch.load reads "
+                                    "the file it names, which the scan does not follow"))
+            continue
+        if member.isdir() or member.isdev():
+            problems.append((shown, "the member is not a regular file"))
+            continue
         try:
             handle = tar.extractfile(member)
             data = handle.read() if handle is not None else b""
-        except (tarfile.TarError, OSError, ValueError, EOFError) as exc:
+        except (tarfile.TarError, OSError, ValueError, EOFError, KeyError) as exc:
             problems.append((shown, f"the member cannot be read: {exc}"))
             continue
         if member.name == "pickle":
