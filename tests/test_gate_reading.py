@@ -6,6 +6,7 @@ tests load them with the real loaders, in a subprocess, and see the canary appea
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -304,4 +305,73 @@ def test_the_loaders_run_the_pickle_starts(tmp_path, capsys):
     loader = {p: "torch_load" if p.suffix == ".pt" else "pickle" for p in paths}
     assert {p.name: fired[str(p)][loader[p]] for p in paths} == {p.name: True for p in paths}
     assert main(["check", str(tmp_path), "--isolated"]) == 1
+    capsys.readouterr()
+
+
+# -------------------------------------------------------------- frames that end past STOP
+
+def framed(body: bytes, hidden: bytes) -> bytes:
+    """A protocol 4 pickle whose one FRAME holds ``body`` (ending in STOP) and ``hidden``:
+    a reader that peeks goes on after STOP (into ``hidden``), one that cannot (io.BytesIO,
+    an unbuffered file) after the frame."""
+    inner = body + hidden
+    return b"\x80\x04\x95" + struct.pack("<Q", len(inner)) + inner
+
+
+def frame_stream() -> bytes:
+    """The legacy stream whose magic pickle's frame hides four clean pickles: after them,
+    where torch.load(io.BytesIO(...)) reads on, the object pickle calls cProfile.run."""
+    magic = b"\x8a\x0a" + mk.MAGIC.to_bytes(10, "little") + b"."
+    return framed(magic, b"M\xe9\x03." + b"}." + b"}." + b"].") + b"M\xe9\x03." + b"}." + EVIL + b"]."
+
+
+def frame_tar() -> bytes:
+    """A legacy tar whose storages count (0) is framed: torch reads the storage views from
+    its unbuffered file after the frame, where they call cProfile.run."""
+    storages = framed(b"K\x00.", b"].") + EVIL
+    return mk.legacy_tar({"storages": storages, "tensors": ZERO, "pickle": mk.CLEAN_DICT})
+
+
+def test_a_frame_that_ends_past_stop_is_read_from_both_ends(tmp_path, capsys):
+    for name, data in (("frame.pt", frame_stream()), ("frame_tar.pt", frame_tar())):
+        path = tmp_path / name
+        path.write_bytes(data)
+        code, report = _check(capsys, str(path), "--isolated")
+        assert code == 1 and "CP334" in _codes(report)[name], name
+
+
+def test_frames_cannot_multiply_the_pickles_walked(tmp_path, capsys):
+    from codeparse.pickles.scan import MAX_STARTS, stream_scans
+
+    # every pickle has three starts after it (its STOP, and two frames that end past it)
+    data = framed(b"N.", framed(b"N.", b"N.")) * 20
+    scans = stream_scans(data, "many.pkl")
+    assert len(scans) == MAX_STARTS + 1
+    assert [s.failure for s in scans] == [None] * MAX_STARTS + ["cap"]
+    path = tmp_path / "many.pkl"
+    path.write_bytes(data)
+    code, report = _check(capsys, str(path), "--isolated")
+    assert code == 1 and "CP338" in _codes(report)["many.pkl"]
+
+
+@pytest.mark.torch
+def test_torch_load_of_bytes_reads_on_after_the_frame(tmp_path, capsys):
+    stream = tmp_path / "frame.pt"
+    stream.write_bytes(frame_stream())
+    tar = tmp_path / "frame_tar.pt"
+    tar.write_bytes(frame_tar())
+    script = (
+        "import io, sys, torch\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "try:\n    torch.load(io.BytesIO(data), weights_only=False)\n"
+        "except Exception:\n    pass\n")
+    import subprocess
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    subprocess.run([sys.executable, "-c", script, str(stream)], cwd=folder, timeout=120, capture_output=True)
+    assert (folder / mk.CANARY).exists()  # read from bytes: after the frame
+    assert _fires(tar, "torch_load")  # the storages member, from its unbuffered file
+    for path in (stream, tar):
+        assert main(["check", str(path), "--isolated"]) == 1
     capsys.readouterr()

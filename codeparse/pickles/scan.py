@@ -253,14 +253,68 @@ def scan_only(path: str, policy: Any, data: Optional[bytes] = None) -> Checked:
     return scan_input(path, kind, policy, data)
 
 
-def stream_scans(raw: bytes, entry: str) -> list[PickleScan]:
+def stream_scans(raw: bytes, entry: str, count: int = MAX_PICKLES) -> list[PickleScan]:
     """The pickles of a file that is no zip, as loaders read it: ``pickle.loads`` reads the
     first; ``torch.load`` reads it as the legacy stream (magic number, protocol, sys_info,
     the object, the storage keys) when the first pickle gives the magic number, which it
     may spell in many ways (any integer opcode, any text ``int()`` reads, a call).  So the
     bytes after each pickle are walked as the next one, whatever the first held, up to
-    the five pickles the legacy stream reads (the raw storage bytes follow them)."""
-    return scan_stream(raw, entry, MAX_PICKLES)
+    ``count`` pickles in a row (the legacy stream reads five; the raw storage bytes follow).
+
+    Where the next pickle starts depends on the reader: one that can peek (a file opened
+    by path) goes on after ``STOP``; one that cannot (``io.BytesIO``, an unbuffered file)
+    after the last ``FRAME`` it read, which may end past ``STOP``.  Every such start is
+    walked; more than :data:`MAX_STARTS` pickles in all fail closed (CP338)."""
+    scans: list[PickleScan] = []
+    level = [0]
+    for depth in range(count):
+        following: list[int] = []
+        for start in level:
+            if len(scans) >= MAX_STARTS:
+                capped = PickleScan(entry=f"{entry}#{depth}", error=f"more than {MAX_STARTS} pickles to walk "
+                                    "(frames that end past their pickle's STOP)", failure="cap")
+                return [*scans, capped]
+            shown = entry if depth == 0 else f"{entry}#{depth}"
+            if start != level[0]:  # a start only a reader that cannot peek takes
+                shown += f"@{start}"
+            scan = scan_pickle(raw, shown, start)
+            scans.append(scan)
+            if scan.error is not None or scan.end <= start:
+                continue
+            following.extend(n for n in next_starts(raw, start, scan.end) if n < len(raw) and n not in following)
+        if not following:
+            break
+        level = following
+    return scans
+
+
+MAX_STARTS = 4 * MAX_PICKLES  # pickles one stream may have walked (each read from every start a reader may take)
+
+
+def next_starts(raw: bytes, start: int, end: int) -> list[int]:
+    """Where a loader reads the pickle after the one in ``raw[start:end]``: after its
+    ``STOP`` (``end``), and the end of every ``FRAME`` in it that ends past ``STOP`` (a
+    reader that cannot peek has read the frame whole, and goes on from its end)."""
+    out = [end]
+    # A FRAME byte whose length reaches past STOP (and not past the data, where the read
+    # fails) is a candidate; the opcode walk below runs only when there is one.
+    at, possible = raw.find(b"\x95", start, end), False
+    while at >= 0 and not possible:
+        possible = end < at + 9 + int.from_bytes(raw[at + 1:at + 9], "little") <= len(raw)
+        at = raw.find(b"\x95", at + 1, end)
+    if not possible:
+        return out
+    import pickletools
+
+    try:
+        for op, arg, pos in pickletools.genops(raw[start:end]):
+            if op.name == "FRAME":
+                frame_end = start + pos + 9 + arg
+                if frame_end > end and frame_end not in out:
+                    out.append(frame_end)
+    except Exception:  # noqa: BLE001 - the walk read it to STOP; only the frames are wanted here
+        pass
+    return out
 
 
 MAX_TAR_MEMBERS = 10_000
@@ -313,8 +367,9 @@ def tar_scans(raw: bytes, entry: str) -> tuple[list[PickleScan], list[tuple[str,
         if _literal_int(data[:count.end]) != 0:
             problems.append((shown, "records with storage bytes between them are not walked"))
             continue
-        if member.name == "storages" and count.end < len(data):  # the storage views
-            scans.extend(scan_stream(data[count.end:], f"{shown}#1", 1))
+        if member.name == "storages":  # the storage views, read from an unbuffered file
+            for n, start in enumerate(s for s in next_starts(data, 0, count.end) if s < len(data)):
+                scans.extend(scan_stream(data[start:], f"{shown}#1" + (f"@{start}" if n else ""), 1))
     return scans, problems
 
 
