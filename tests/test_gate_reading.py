@@ -375,3 +375,54 @@ def test_torch_load_of_bytes_reads_on_after_the_frame(tmp_path, capsys):
     for path in (stream, tar):
         assert main(["check", str(path), "--isolated"]) == 1
     capsys.readouterr()
+
+
+def straddling(payload: bytes) -> bytes:
+    """A pickle whose FRAME ends inside a BINUNICODE's argument: a linear walk (and
+    pickle.loads) reads the string on past the frame and ``payload`` as the contents of a
+    BINBYTES; a reader that cannot peek (io.BytesIO: torch.load's data.pkl) reads the
+    string afresh from after the frame, and runs ``payload``."""
+    size, inside = 16, 5
+    after = b"a" * (size - 5) + b"B" + struct.pack("<I", len(payload))
+    frame = b"X" + struct.pack("<I", size) + b"a" * inside
+    return b"\x80\x04\x95" + struct.pack("<Q", len(frame)) + frame + after + payload + b"."
+
+
+def test_a_frame_that_ends_inside_an_opcode_fails_closed(tmp_path, capsys):
+    import pickle
+
+    from codeparse.pickles.scan import frame_problem
+
+    data = straddling(mk.call(mk.g("cProfile", "run"), mk.s(mk.PY)))
+    assert pickle.loads(data).startswith(b"ccProfile")  # read linearly: the payload is bytes
+    assert "ends inside the opcode at byte 11" in frame_problem(data, 0, len(data))
+    path = tmp_path / "straddle.pt"
+    path.write_bytes(mk.raw_zip(mk._checkpoint_entries(data, root="straddle")))
+    (tmp_path / "straddle.pkl").write_bytes(data)
+    code, report = _check(capsys, str(path), str(tmp_path / "straddle.pkl"), "--isolated")
+    assert code == 1
+    assert _codes(report) == {"straddle.pt": ["CP323", "CP332"], "straddle.pkl": ["CP324", "CP332"]}
+    nested = b"\x80\x04\x95" + struct.pack("<Q", 12) + b"\x95" + struct.pack("<Q", 2) + b"N.N."
+    assert "inside the frame" in frame_problem(nested, 0, len(nested))
+
+
+@pytest.mark.parametrize("protocol", [4, 5])
+def test_the_frames_pickle_writes_read_alike(protocol):
+    import pickle
+
+    from codeparse.pickles.scan import frame_problem
+
+    for obj in ({"a": list(range(30000)), "b": b"x" * 200000, "c": ["s%d" % i for i in range(20000)]},
+                [(i, str(i), float(i)) for i in range(20000)]):
+        data = pickle.dumps(obj, protocol=protocol)
+        assert data.count(b"\x95") and frame_problem(data, 0, len(data)) is None
+
+
+@pytest.mark.torch
+def test_torch_load_runs_the_straddling_frame(tmp_path, capsys):
+    path = tmp_path / "straddle.pt"
+    path.write_bytes(mk.raw_zip(mk._checkpoint_entries(straddling(mk.call(mk.g("cProfile", "run"), mk.s(mk.PY))),
+                                                      root="straddle")))
+    assert _fires(path, "torch_load")
+    assert main(["check", str(path), "--isolated"]) == 1
+    capsys.readouterr()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from ..contract.codes import diagnostic
 from ..contract.records import Checked, finding as _finding
@@ -84,7 +84,7 @@ def _scan_stream(data: bytes, entry: str, cache: Any) -> list[PickleScan]:
     """:func:`scan_stream`, through the content cache (:mod:`codeparse.text.cache`) when given:
     the scan of a pickle depends on its bytes (and the tables in the cache's fingerprint)."""
     if cache is None:
-        return scan_stream(data, entry)
+        return _chained(data, scan_stream(data, entry))
     import dataclasses
 
     key = cache.blob_key("pickle-scan", data)
@@ -94,7 +94,7 @@ def _scan_stream(data: bytes, entry: str, cache: Any) -> list[PickleScan]:
             return [PickleScan(**dict(s, entry=entry)) for s in stored]
         except TypeError:
             pass  # another layout: scanned again below
-    scans = scan_stream(data, entry)
+    scans = _chained(data, scan_stream(data, entry))
     cache.put_blob(key, [dataclasses.asdict(s) for s in scans])
     return scans
 
@@ -278,6 +278,7 @@ def stream_scans(raw: bytes, entry: str, count: int = MAX_PICKLES) -> list[Pickl
             if start != level[0]:  # a start only a reader that cannot peek takes
                 shown += f"@{start}"
             scan = scan_pickle(raw, shown, start)
+            _check_frames(raw, [scan], [start])
             scans.append(scan)
             if scan.error is not None or scan.end <= start:
                 continue
@@ -291,30 +292,82 @@ def stream_scans(raw: bytes, entry: str, count: int = MAX_PICKLES) -> list[Pickl
 MAX_STARTS = 4 * MAX_PICKLES  # pickles one stream may have walked (each read from every start a reader may take)
 
 
+def _frame_bytes(raw: bytes, start: int, end: int, past: bool) -> bool:
+    """Whether ``raw[start:end]`` has a byte that may be a ``FRAME`` whose length ends in
+    the data (``past``: past ``end``): only then is an opcode walk of the frames needed."""
+    at = raw.find(b"\x95", start, end)
+    while at >= 0:
+        frame_end = at + 9 + int.from_bytes(raw[at + 1:at + 9], "little")
+        if frame_end <= len(raw) and (frame_end > end or not past):
+            return True
+        at = raw.find(b"\x95", at + 1, end)
+    return False
+
+
+def _frames(raw: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """``(opcode start, opcode end, frame end or -1)`` for each opcode of ``raw[start:end]``."""
+    import pickletools
+
+    previous: Optional[tuple[int, int]] = None
+    for op, arg, pos in pickletools.genops(raw[start:end]):
+        if previous is not None:
+            yield previous[0], start + pos, previous[1]
+        previous = (start + pos, start + pos + 9 + arg if op.name == "FRAME" else -1)
+    if previous is not None:
+        yield previous[0], end, previous[1]
+
+
 def next_starts(raw: bytes, start: int, end: int) -> list[int]:
     """Where a loader reads the pickle after the one in ``raw[start:end]``: after its
     ``STOP`` (``end``), and the end of every ``FRAME`` in it that ends past ``STOP`` (a
     reader that cannot peek has read the frame whole, and goes on from its end)."""
     out = [end]
-    # A FRAME byte whose length reaches past STOP (and not past the data, where the read
-    # fails) is a candidate; the opcode walk below runs only when there is one.
-    at, possible = raw.find(b"\x95", start, end), False
-    while at >= 0 and not possible:
-        possible = end < at + 9 + int.from_bytes(raw[at + 1:at + 9], "little") <= len(raw)
-        at = raw.find(b"\x95", at + 1, end)
-    if not possible:
+    if not _frame_bytes(raw, start, end, past=True):
         return out
-    import pickletools
-
     try:
-        for op, arg, pos in pickletools.genops(raw[start:end]):
-            if op.name == "FRAME":
-                frame_end = start + pos + 9 + arg
-                if frame_end > end and frame_end not in out:
-                    out.append(frame_end)
+        for _at, _after, frame_end in _frames(raw, start, end):
+            if frame_end > end and frame_end not in out:
+                out.append(frame_end)
     except Exception:  # noqa: BLE001 - the walk read it to STOP; only the frames are wanted here
         pass
     return out
+
+
+def frame_problem(raw: bytes, start: int, end: int) -> Optional[str]:
+    """Why the pickle in ``raw[start:end]`` reads differently by reader, or None: a frame
+    that ends inside an opcode, or a frame begun inside another.  A reader that cannot
+    peek (``torch.load``'s ``io.BytesIO`` of ``data.pkl``) reads such an opcode's argument
+    afresh from after the frame, where a linear walk (and ``pickle.loads``) reads on."""
+    if not _frame_bytes(raw, start, end, past=False):
+        return None
+    current = -1
+    try:
+        for at, after, frame_end in _frames(raw, start, end):
+            if at < current < after:
+                return f"the frame that ends at byte {current} ends inside the opcode at byte {at}"
+            if frame_end >= 0:
+                if at < current:
+                    return f"a frame begins at byte {at}, inside the frame that ends at byte {current}"
+                current = frame_end
+    except Exception:  # noqa: BLE001 - the walk read it to STOP already
+        return None
+    return None
+
+
+def _check_frames(raw: bytes, scans: list[PickleScan], starts: Iterable[int]) -> list[PickleScan]:
+    """``scans`` (each walked from its start in ``raw``), a walk whose frames read
+    differently by reader marked as failed (CP332)."""
+    for scan, start in zip(scans, starts):
+        if scan.error is None:
+            problem = frame_problem(raw, start, scan.end)
+            if problem is not None:
+                scan.error, scan.failure = problem, "walk"
+    return scans
+
+
+def _chained(raw: bytes, scans: list[PickleScan]) -> list[PickleScan]:
+    """:func:`_check_frames` of the pickles :func:`scan_stream` walked one after another."""
+    return _check_frames(raw, scans, [0, *(s.end for s in scans[:-1])])
 
 
 MAX_TAR_MEMBERS = 10_000
@@ -358,9 +411,10 @@ def tar_scans(raw: bytes, entry: str) -> tuple[list[PickleScan], list[tuple[str,
             problems.append((shown, f"the member cannot be read: {exc}"))
             continue
         if member.name == "pickle":
-            scans.extend(scan_stream(data, shown, 1))
+            scans.extend(_chained(data, scan_stream(data, shown, 1)))
             continue
         count = scan_pickle(data, shown)
+        _check_frames(data, [count], [0])
         scans.append(count)
         if count.error is not None:
             continue
@@ -369,7 +423,8 @@ def tar_scans(raw: bytes, entry: str) -> tuple[list[PickleScan], list[tuple[str,
             continue
         if member.name == "storages":  # the storage views, read from an unbuffered file
             for n, start in enumerate(s for s in next_starts(data, 0, count.end) if s < len(data)):
-                scans.extend(scan_stream(data[start:], f"{shown}#1" + (f"@{start}" if n else ""), 1))
+                views = data[start:]
+                scans.extend(_chained(views, scan_stream(views, f"{shown}#1" + (f"@{start}" if n else ""), 1)))
     return scans, problems
 
 
