@@ -344,7 +344,7 @@ def test_unknown_globals_past_the_table_limit_are_counted_in_one_finding(tmp_pat
     more = found[-1]
     start = flood.read_bytes().index(f"cevil{listed}\n".encode())
     assert more.args == {"entry": "flood.pkl", "count": "2000", "offset": str(start), "listed": str(listed)}
-    assert more.severity == "warning" and report.exit_code == 1  # CP330 still fails the gate
+    assert more.severity == "error" and report.exit_code == 1  # names not known safe fail the gate
 
 
 def test_every_torch_made_pickle_is_known_safe():

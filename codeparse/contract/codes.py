@@ -77,9 +77,9 @@ CODES: dict[str, Code] = {
         Code("CP324", "plain_pickle", "plain pickle: {pickles} pickle(s) scanned, {globals} global(s) named", "info"),
         Code("CP325", "torch_export_archive", "torch.export archive ({content}): {pickles} pickle(s) scanned, {globals} global(s) named; no TorchScript code to check", "info"),
         Code("CP330", "pickle_dangerous_global", "pickle {entry} names {global_name} (byte {offset}): loading the file calls it, and it can run commands or code", "error"),
-        Code("CP331", "pickle_unknown_global", "pickle {entry} names {global_name} (byte {offset}) without calling it: loading the file imports it, and torch.load(weights_only=True) refuses it", "warning"),
+        Code("CP331", "pickle_unknown_global", "pickle {entry} names {global_name} (byte {offset}) without calling it: loading the file imports it, and torch.load(weights_only=True) refuses it", "error"),
         Code("CP332", "pickle_unreadable", "pickle {entry} cannot be walked ({reason}); what loading it calls is not known", "error"),
-        Code("CP333", "pickle_unknown_globals_more", "pickle {entry} names {count} more global(s) that are not known safe, from byte {offset} on; only the first {listed} of each kind are listed one by one", "warning"),
+        Code("CP333", "pickle_unknown_globals_more", "pickle {entry} names {count} more global(s) that are not known safe, from byte {offset} on; only the first {listed} of each kind are listed one by one", "error"),
         # -- the gate against files built to pass it: CP334-CP339, CP345-CP347 --
         Code("CP334", "pickle_called_global", "pickle {entry} calls {global_name} (byte {offset}): loading the file runs it, and it is neither in torch's weights_only allowlist nor a known data type", "error"),
         Code("CP335", "pickle_data_type", "pickle {entry} rebuilds {global_name} (byte {offset}), a known data type: loading runs its code; weights_only=True refuses it unless allowed (torch.serialization.add_safe_globals)", "warning"),
