@@ -348,10 +348,7 @@ def parse_method_file(text: str, path: str, module: Optional[LegacyModule] = Non
             methods.append(_fill_nested(extractor.function(stmt, qualified, declared), module, tree))
     if model is not None:
         diagnostics.extend(_constant_diagnostics(model, source, g, path))
-    if extractor.reader.too_deep is not None:
-        at = extractor.reader.too_deep
-        diagnostics.append(diagnostic("CP106", path, source.span(at, at + 1),
-                                      limit=extractor.reader.max_depth))
+    diagnostics.extend(extractor.limit_diagnostics(path))
     whole = source.span(0, len(text.rstrip("\n")) if text.strip() else 0)
     synthesised = {
         "name": module.name,

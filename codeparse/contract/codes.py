@@ -40,6 +40,7 @@ CODES: dict[str, Code] = {
         Code("CP110", "invalid_utf8", "bytes that are not UTF-8 at byte {byte}; replaced", "error"),
         Code("CP111", "inconsistent_dedent", "unindent to column {column} does not match any outer block", "error"),
         Code("CP112", "unbalanced_brackets", "brackets do not pair up: {excerpt}", "error"),
+        Code("CP113", "condition_too_deep", "what this condition depends on passes through a cycle of more than {limit} steps; its kind is unknown", "warning"),
         Code("CP301", "unreadable_input", "cannot read input: {reason}", "error"),
         Code("CP302", "binary_input", "input is binary, not code text ({reason})", "error"),
         Code("CP303", "grammar_mismatch", "text lacks the features of grammar {grammar} ({reason})", "warning"),

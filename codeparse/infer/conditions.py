@@ -31,19 +31,24 @@ its sources (README "What a condition depends on"; the tables are
 9. sources are listed deciding source first, then by kind priority, then by position
    in the resolved text.
 
-Recursion depth: a condition is first visited depth-first, memoized per name use and
-per definition site (and per function summary).  When that visit nests deeper than
-``_DEEP`` memo entries (all functions together) or ``_DEEP_CALLS`` summaries, it is
-abandoned and redone bottom-up (:meth:`Inference.sources_of`): an iterative walk lists
-the definitions and callees it depends on, callees are summarized in post-order
-(:meth:`Callee.warm`) and definitions evaluated in textual order
-(:meth:`Inference._prepare`), each against the memoized results before it, so a chain
-of thousands of temporaries or functions costs one shallow visit per link.
+Recursion depth: a condition is visited depth-first, memoized per name use, per
+definition site, per enclosing test (and per function summary).  When that visit nests
+deeper than ``_DEEP`` memo entries (all functions together) or ``_DEEP_CALLS``
+summaries, it is abandoned where it stopped and resumed from there
+(:func:`_drive`): the entry it was about to enter is computed first, on a fresh stack,
+and memoized; then the abandoned visit runs again and finds it done.  A chain of
+thousands of temporaries, tests or functions so costs a few shallow visits per
+``_DEEP`` links, in any order of entries (uses, tests, definitions, summaries).  A
+cycle longer than the depth limit (a loop whose carried values pass through more
+entries than that) cannot be cut this way: the limit is raised for it, up to
+``DEEPEST_CYCLE``; a cycle longer still makes that condition ``unknown``, reported
+(:class:`DepthLimit`, CP113), never an internal error.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import sys
+from typing import Any, Callable, Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq, names_in, walk
 from .facts import Definition, FunctionFacts, Scope
@@ -61,7 +66,7 @@ _MAX_REF = 60  # characters of an operand's text used as a source's name
 _MAX_PATH = 1000  # characters of a path from `self` (`self.a.b...`); longer is no module path
 _CUT = "…"  # ends a resolved condition cut at _MAX_RESOLVED characters
 _EMPTY: tuple[frozenset, frozenset] = (frozenset(), frozenset())
-_DEEP = 80  # memo entries on the stack (all functions together) before a visit is redone bottom-up
+_DEEP = 80  # memo entries on the stack (all functions together) before a visit is resumed deeper
 _DEEP_CALLS = 8  # nested summaries before the callees are summarized bottom-up
 _MAX_ROUNDS = 64  # rounds of a cycle's fixpoint (results only grow; a few rounds settle it)
 
@@ -73,7 +78,100 @@ FOLLOW_CALLS = True
 
 
 class _TooDeep(Exception):
-    """A depth-first visit went too deep: redo it bottom-up (Inference.sources_of)."""
+    """A depth-first visit went too deep: ``resume`` computes (and memoizes) the entry it
+    was about to enter, on a fresh stack; ``key`` names that entry (see _drive)."""
+
+    def __init__(self, resume: Callable[[], Any], key: Any):
+        super().__init__("depth limit")
+        self.resume = resume
+        self.key = key
+
+
+class _AroundCycle(Exception):
+    """A walk entered an entry that is being resumed below it: a cycle longer than the
+    depth limit (see _drive)."""
+
+
+class _TypesTooDeep(Exception):
+    """Typing a chain of names went too deep: type ``name`` first (Inference.name_type)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+_type_nesting = [0]  # names being typed (Inference._name_type), all functions together
+_MAX_TYPE_NESTING = 120
+
+
+class DepthLimit(Exception):
+    """A chain of definitions that resuming cannot cut (a cycle longer than the depth
+    limit): the condition is ``unknown`` (CP113)."""
+
+
+_driving = [False]  # a _drive is running (inner visits let _TooDeep through to it)
+_live: set = set()  # Inferences that entered memo entries during the current _drive
+_MAX_RESUMES = 1_000_000  # resumed entries per drive (each is memoized, so each is met once)
+_resumed: set = set()  # keys of the entries being resumed (see _drive)
+_walk: list = [None]  # the key of the entry the current walk resumes (None: the visit itself)
+_depth = [_DEEP]  # the depth limit in force (raised while a long cycle settles, see _drive)
+DEEPEST_CYCLE = 5120  # the most memo entries one cycle may nest (about 6 interpreter frames each)
+
+
+def _drive(thunk: Callable[[], Any]) -> Any:
+    """``thunk()``; where a visit stops at the depth limit, compute the entry it stopped
+    at first (itself resumable the same way), then run the visit again.
+
+    Every resumed entry is memoized when it completes (it is the root of its own walk,
+    so its component closes), so each is resumed once and the abandoned visit goes
+    further each time.  Resumed entries form a stack, each reached from the one below;
+    a walk that enters an entry lower on that stack has come round a cycle longer than
+    the depth limit, which no resumption cuts (nothing on it completes before the whole
+    cycle does): the limit is raised fourfold (and the interpreter's recursion limit
+    with it) and the visit starts again, until the cycle fits, up to ``DEEPEST_CYCLE``
+    entries; past that, :class:`DepthLimit`."""
+    if _driving[0]:
+        return thunk()
+    _driving[0] = True
+    todo: list = [(thunk, None)]
+    recursion = sys.getrecursionlimit()
+    try:
+        while True:
+            _walk[0] = todo[-1][1]
+            try:
+                result = todo[-1][0]()
+            except (_TooDeep, _AroundCycle) as stop:
+                _reset_live()
+                if isinstance(stop, _AroundCycle) or stop.key in _resumed:
+                    if _depth[0] >= DEEPEST_CYCLE:
+                        raise DepthLimit() from None
+                    _depth[0] = min(_depth[0] * 4, DEEPEST_CYCLE)
+                    sys.setrecursionlimit(max(recursion, 8 * _depth[0] + 1000))
+                    todo = [(thunk, None)]  # start again, in longer strides
+                    _resumed.clear()
+                    continue
+                if len(todo) > _MAX_RESUMES:
+                    raise DepthLimit() from None
+                _resumed.add(stop.key)
+                todo.append((stop.resume, stop.key))
+                continue
+            _resumed.discard(todo.pop()[1])
+            if not todo:
+                return result
+    finally:
+        _driving[0] = False
+        _depth[0] = _DEEP
+        _walk[0] = None
+        _resumed.clear()
+        sys.setrecursionlimit(recursion)
+        _reset_live()
+
+
+def _reset_live() -> None:
+    """Forget the open memo entries of every Inference a visit abandoned."""
+    for inf in _live:
+        inf._reset()
+    _live.clear()
 _VALUE_MARKS = ("tensor_value", "tensor_shape")
 
 
@@ -131,36 +229,9 @@ class Callee:
             if self.qualified in self._active:
                 return frozenset()  # recursion cut: the cycle adds nothing
             if len(self._active) > _DEEP_CALLS:
-                raise _TooDeep
+                raise _TooDeep(self._compute, ("summary", id(self)))
             self._compute()
         return self._summary if self._summary is not None else frozenset()
-
-    def warm(self) -> None:
-        """Summarize this function's callees first, in post-order of an iterative walk, so
-        that each summary is computed once against memoized ones, with no recursion per
-        call level."""
-        order: list[Callee] = []
-        seen = {id(self)}
-        stack = [(self, iter(self.callees()))]
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                order.append(node)
-            elif id(child) not in seen and child._summary is None:
-                seen.add(id(child))
-                stack.append((child, iter(child.callees())))
-        for callee in order:
-            callee._compute()
-
-    def callees(self) -> list["Callee"]:
-        """The callees with a body that this function's return values depend on."""
-        inf = self.inference
-        out: list[Callee] = []
-        for span, _ in inf.facts.returns:
-            out.extend(c for c in inf._callees_reached(inf.tree(span)) if c is not self)
-        return out
 
     def _compute(self) -> None:
         if self._summary is not None or self.qualified in self._active:
@@ -168,8 +239,11 @@ class Callee:
         self._active.add(self.qualified)
         try:
             inf = self.inference
-            parts = [inf.sources_of(inf.tree(span), scopes) for span, scopes in inf.facts.returns]
-            result = _union(parts)[0]
+            try:
+                parts = [inf.sources_of(inf.tree(span), scopes) for span, scopes in inf.facts.returns]
+                result = _union(parts)[0]
+            except DepthLimit:  # only when this summary is the outermost visit
+                result = frozenset({(self.qualified, None, "unknown", None)})
         finally:
             self._active.discard(self.qualified)
         Callee.computed += 1
@@ -227,11 +301,9 @@ class Inference:
         self._tensors: dict[tuple[int, int], bool] = {}  # expression span -> is it a Tensor
         self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
         self._loop_keys: dict[tuple, Optional[tuple]] = {}  # scopes -> memo key of its loops
-        self._prepared: set[str] = set()
         self._typed: set[str] = set()
         self._replacements: dict[tuple[str, int], Optional[str]] = {}  # (name, depth) -> resolved text
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
-        self._resets = 0  # open components forgotten (_reset), for _memo
         if facts.self_name in facts.params:
             self._paths[facts.self_name] = facts.self_name
 
@@ -356,7 +428,7 @@ class Inference:
         if lit is not None:
             return lit
         if isinstance(node, Name):
-            return self.name_type(node.id)
+            return self._name_type(node.id) if _type_nesting[0] else self.name_type(node.id)
         if isinstance(node, Attr):
             path = self.expr_path(node)
             if path:
@@ -401,26 +473,62 @@ class Inference:
         return None
 
     def name_type(self, name: str) -> Optional[str]:
+        """The type of a name: its definitions' types when they agree.  A chain of names
+        deeper than ``_MAX_TYPE_NESTING`` is typed from where it stopped first (the way
+        _drive resumes conditions); a name met again while it is being resumed lies on a
+        cycle that long and stays untyped."""
         facts = self.facts
         if name in facts.params:
             return facts.params[name]
         if name in self._types:
             return self._types[name]
+        if _type_nesting[0]:
+            return self._name_type(name)
+        todo, pending = [name], set()
+        while True:
+            try:
+                typ = self._name_type(todo[-1])
+            except _TypesTooDeep as stop:
+                if stop.name in pending:
+                    self._types[stop.name] = None
+                else:
+                    pending.add(stop.name)
+                    todo.append(stop.name)
+                continue
+            todo.pop()
+            if not todo:
+                return typ
+
+    def _name_type(self, name: str) -> Optional[str]:
+        facts = self.facts
+        if name in facts.params:
+            return facts.params[name]
+        if name in self._types:
+            return self._types[name]
+        if _type_nesting[0] > _MAX_TYPE_NESTING:
+            raise _TypesTooDeep(name)
         self._types[name] = None  # cycle guard
-        found: set = set()
-        for d in facts.defs.get(name, ()):
-            if d.kind == "mutate":
-                continue
-            if d.annotation:
-                found.add(d.annotation)
-                continue
-            value = self.value_of(d)
-            if value is None:
-                found.add(None)
-            elif d.kind == "for":
-                found.add("int" if self._is_range(value) else element_type(self.expr_type(value, 1)))
-            else:
-                found.add(self.expr_type(value, 1))
+        _type_nesting[0] += 1
+        try:
+            found: set = set()
+            for d in facts.defs.get(name, ()):
+                if d.kind == "mutate":
+                    continue
+                if d.annotation:
+                    found.add(d.annotation)
+                    continue
+                value = self.value_of(d)
+                if value is None:
+                    found.add(None)
+                elif d.kind == "for":
+                    found.add("int" if self._is_range(value) else element_type(self.expr_type(value, 1)))
+                else:
+                    found.add(self.expr_type(value, 1))
+        except _TypesTooDeep:
+            del self._types[name]  # not typed yet: typed again when the chain beneath is
+            raise
+        finally:
+            _type_nesting[0] -= 1
         typ = found.pop() if len(found) == 1 else None
         self._types[name] = typ
         return typ
@@ -478,7 +586,13 @@ class Inference:
 
     def condition(self, test: tuple[int, int], scopes: tuple[Scope, ...]) -> dict:
         node = self.tree(test)
-        found, pins = self.sources_of(node, scopes)
+        try:
+            found, pins = self.sources_of(node, scopes)
+        except DepthLimit:
+            text = self.text[test[0]:test[1]]
+            return {"text": text, "resolved": self.resolved(node), "kind": "unknown",
+                    "sources": [{"ref": text[:_MAX_REF], "kind": "unknown", "type": "unknown"}],
+                    "none_check": self.none_check(node), "too_deep": DEEPEST_CYCLE}
         pins = dict(pins)
         if isinstance(node, (Name, Attr)):
             # The whole condition is this value: it is a bool.
@@ -509,34 +623,6 @@ class Inference:
             "none_check": self.none_check(node),
         }
 
-    def _prepare(self, node: Expr) -> None:
-        """Evaluate the definitions ``node`` depends on bottom-up, in textual order.
-
-        An iterative walk collects the names reachable from ``node`` through definitions
-        and enclosing tests; their definitions are then visited from the first in the text
-        to the last, so each visit finds the definitions before it memoized and the
-        recursion stays as shallow as one expression, however long the chain.
-        """
-        defs = self.facts.defs
-        todo = [n.id for n in self._names(node)]
-        pending: list[Definition] = []
-        while todo:
-            name = todo.pop()
-            if name in self._prepared or name not in defs:
-                continue
-            self._prepared.add(name)
-            for d in defs[name]:
-                if d.value is None:
-                    continue
-                pending.append(d)
-                todo.extend(n.id for n in self._names(self.tree(d.value)))
-                for scope in d.scopes:
-                    if scope.kind in ("if", "for", "while"):
-                        todo.extend(n.id for n in self._names(self.tree(scope.test)))
-        pending.sort(key=lambda d: d.start)
-        for d in pending:
-            self._memo(id(d), self._visit_def, d)
-
     def _memo(self, key, compute, *args):
         """``compute(*args)``, once per ``key``: memo entries are the nodes of a graph (an entry
         reads the entries its computation reaches), walked depth-first with Tarjan's
@@ -564,8 +650,14 @@ class Inference:
                 self._low = number
             self._reread.add(key)
             return self._provisional.get(key, _EMPTY)
-        if _nesting[0] > _DEEP:
-            raise _TooDeep
+        if _nesting[0] > _depth[0]:
+            raise _TooDeep(lambda: self._memo(key, compute, *args), (id(self), key))
+        if _resumed:
+            whole = (id(self), key)
+            if whole in _resumed and whole != _walk[0]:
+                raise _AroundCycle()
+        if not self._tstack:
+            _live.add(self)
         number = self._count
         self._count = number + 1
         index[key] = number
@@ -573,14 +665,11 @@ class Inference:
         stack.append(key)
         outer_low = self._low
         self._low = number
-        resets = self._resets
         _nesting[0] += 1
         try:
             result = compute(*args)
         finally:
             _nesting[0] -= 1
-        if self._resets != resets:
-            return result  # the open components were reset beneath (a nested bottom-up redo)
         low = self._low
         if low >= number:
             if stack[-1] is key and key not in self._reread:  # no cycle through it: done
@@ -648,8 +737,8 @@ class Inference:
                 return
 
     def _reset(self) -> None:
-        """Forget the open components (a visit abandoned for the bottom-up walk)."""
-        self._resets += 1
+        """Forget the open components (a visit abandoned at the depth limit, see _drive)."""
+        self._named_only = False
         self._index.clear()
         self._tstack.clear()
         self._provisional.clear()
@@ -658,51 +747,11 @@ class Inference:
         self._low = 0
 
     def sources_of(self, node: Expr, scopes: tuple[Scope, ...]):
-        """(sources, pins) of an expression: a depth-first visit, memoized; when a chain of
-        definitions or calls is too long for that, its definitions and callees are evaluated
-        bottom-up first (iteratively) and the visit runs again against their results."""
-        try:
+        """(sources, pins) of an expression: a depth-first visit, memoized, resumed where
+        it goes too deep (see _drive); raises DepthLimit when even that cannot answer."""
+        if _driving[0]:
             return self._visit(node, scopes)
-        except _TooDeep:
-            self._reset()
-            if len(self.facts.active) > 1:
-                raise  # an outer caller warms up from the top
-            for callee in self._callees_reached(node):
-                callee.warm()
-            self._prepare(node)
-            return self._visit(node, scopes)
-
-    def _callees_reached(self, node: Expr) -> list["Callee"]:
-        """The callees with a body called anywhere in what ``node`` depends on."""
-        out = []
-        for tree in self.reachable_trees(node):
-            for n in walk(tree):
-                if isinstance(n, CallExpr):
-                    found = self._callee_of(n)
-                    if found is not None:
-                        out.append(found)
-        return out
-
-    def reachable_trees(self, node: Expr) -> list[Expr]:
-        """``node`` and the trees of every definition and enclosing test it depends on
-        (an iterative walk)."""
-        defs = self.facts.defs
-        trees = [node]
-        todo = [n.id for n in self._names(node)]
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in defs:
-                continue
-            seen.add(name)
-            for d in defs[name]:
-                spans = [d.value] if d.value is not None else []
-                spans += [sc.test for sc in d.scopes if sc.kind in ("if", "for", "while")]
-                for span in spans:
-                    tree = self.tree(span)
-                    trees.append(tree)
-                    todo.extend(n.id for n in self._names(tree))
-        return trees
+        return _drive(lambda: self._visit(node, scopes))
 
     def _ref_type(self, node: Expr, depth: int = 0) -> tuple[Optional[str], Optional[str]]:
         """The source a simple operand stands for (param name or self path) and its type."""
@@ -790,8 +839,8 @@ class Inference:
         dependence; a union of one part), so that answers it directly (see _single_def),
         with the depth check the use entry would make, in the same order; the result is
         remembered for the use once the definition's entry is closed."""
-        if _nesting[0] > _DEEP:  # the use entry's check
-            raise _TooDeep
+        if _nesting[0] > _depth[0]:  # the use entry's check
+            raise _TooDeep(lambda: self._single_def(name, d), (id(self), id(d)))
         path = self.name_path(name)
         memo = self._memo_results
         if path and path != self.facts.self_name:
@@ -816,8 +865,8 @@ class Inference:
         the name once the definition's entry is closed.  (A pass-through entry changes no
         result, not even around a cycle: it sits next to the definition's entry on the
         component stack, so each round of a fixpoint reads the same values without it.)"""
-        if _nesting[0] > _DEEP:  # the definitions entry's check
-            raise _TooDeep
+        if _nesting[0] > _depth[0]:  # the definitions entry's check
+            raise _TooDeep(lambda: self._single_def(name, d), (id(self), id(d)))
         memo = self._memo_results
         entry = id(d)
         found = memo.get(entry)

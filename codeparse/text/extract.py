@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from ..contract.views import record
 from ..grammar.engine import Grammar
-from ..infer.conditions import Callee, Inference, dotted, unquote
+from ..infer.conditions import DEEPEST_CYCLE, Callee, Inference, dotted, unquote
 from ..infer.datadep import FunctionDataDependence
 from ..infer.facts import Definition, FunctionFacts, Scope
 from ..infer.semantics import Semantics
@@ -110,6 +110,7 @@ class Extractor:
         # a file repeats them hundreds of times.
         pool: dict[str, str] = {}
         self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
+        self.too_deep: Optional[int] = None  # offset of the first condition past the depth limit (CP113)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
         self._typed_rules: dict = {}  # assignment rule -> does it capture a declared type
@@ -142,6 +143,21 @@ class Extractor:
             elif stmt.kind == "def":
                 functions.append(self._prepare(stmt, self.owner, None))
         return classes, functions
+
+    def limit_diagnostics(self, path: str) -> list[dict]:
+        """The limits met while extracting, once each: an expression nested past the
+        reader's depth (CP106), a condition whose definitions cycle past the depth limit
+        (CP113)."""
+        from ..contract.codes import diagnostic
+
+        out = []
+        span = self.source.span
+        if self.reader.too_deep is not None:
+            at = self.reader.too_deep
+            out.append(diagnostic("CP106", path, span(at, at + 1), limit=self.reader.max_depth))
+        if self.too_deep is not None:
+            out.append(diagnostic("CP113", path, span(self.too_deep, self.too_deep + 1), limit=DEEPEST_CYCLE))
+        return out
 
     def finish(self, started: tuple[list[dict], list]) -> tuple[list[dict], list[dict]]:
         classes, functions = started
@@ -407,6 +423,8 @@ class Extractor:
     def _condition(self, inference: Inference, dd: FunctionDataDependence, test: tuple[int, int], scopes) -> dict:
         """``inference.condition`` plus the data-dependence fields of :mod:`codeparse.infer.datadep`."""
         cond = inference.condition(test, scopes)
+        if "too_deep" in cond and self.too_deep is None:
+            self.too_deep = test[0]
         related = None
         kind = cond["kind"]
         if kind == "tensor_shape":

@@ -233,14 +233,10 @@ def finish_file(started: Started, as_dict: bool = False) -> "CodeFile":
     """Read conditions, calls and references: the :class:`CodeFile` of a started text
     (``as_dict``: its plain data, see :func:`parse_text`)."""
     prepared, extractor = started.prepared, started.extractor
-    source = prepared.source
-    shown = source.path
+    shown = prepared.source.path
     diagnostics = list(prepared.diagnostics)
     classes, functions = extractor.finish(started.state)
-    if extractor.reader.too_deep is not None:
-        at = extractor.reader.too_deep
-        diagnostics.append(diagnostic("CP106", shown, source.span(at, at + 1),
-                                      limit=extractor.reader.max_depth))
+    diagnostics.extend(extractor.limit_diagnostics(shown))
     diagnostics.sort(key=lambda d: (d["span"] or {}).get("start", -1))
     return _code_file({
         "path": shown,
