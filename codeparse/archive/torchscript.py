@@ -555,12 +555,15 @@ def open_archive(path: str | os.PathLike, policy: Optional[Policy] = None) -> Ar
 def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -> Iterator[tuple[CodeFile, str]]:
     """``(CodeFile, text)`` for each code entry of an archive, in stored order (for ``parse``).
 
-    Entries that cannot be read become a CodeFile with only their diagnostic.
+    The entries are parsed as one program, as ``check`` reads them
+    (:func:`codeparse.text.program.parse_program`): calls are followed into the
+    archive's other files and its classes' declarations give types, so that one archive
+    gives one answer whichever command reads it.  Entries that cannot be read become a
+    CodeFile with only their diagnostic.
     """
-    from ..contract.errors import InputError
-    from ..text.reader import parse_bytes
     from ..contract.text import CodeFile
     from ..contract.check import Policy
+    from ..text.program import parse_program
 
     shown = os.fspath(path)
     reader, _ = open_zip(shown, Policy())
@@ -578,21 +581,28 @@ def archive_code_files(path: str | os.PathLike, grammar: Optional[str] = None) -
                     entry = cf.path[len(prefix):] if cf.path.startswith(prefix) else cf.path
                     yield cf, decode_text(reader.read(entry)) if entry in reader else ""
                 return
+        entries: list[tuple[str, bytes]] = []
+        order: list[tuple[str, Optional[dict]]] = []  # (display, finding of an entry refused)
         for name in reader.names:
             if not (name.endswith(".py") and any(name.startswith(p) for p in prefixes)):
                 continue
             display = reader.display(name)
             try:
-                data = reader.read(name)
-                yield _placeholder_ok(parse_bytes(data, display, grammar)), decode_text(data)
+                entries.append((display, reader.read(name)))
+                order.append((display, None))
             except EntryRefused as refused:
-                finding = dict(refused.finding, path=display)
+                order.append((display, dict(refused.finding, path=display)))
+        files, findings = parse_program(entries, grammar)
+        parsed = {cf.path: cf for cf in files}
+        unread = {f["path"]: f for f in findings}
+        data = dict(entries)
+        for display, refused in order:
+            finding = refused or unread.get(display)
+            if finding is not None:
                 yield CodeFile(path=display, grammar=grammar or "unread", classes=[], functions=[],
                                diagnostics=[finding]), ""
-            except InputError as exc:
-                finding = diagnostic(exc.code, display, None, reason=exc.message)
-                yield CodeFile(path=display, grammar=grammar or "unread", classes=[], functions=[],
-                               diagnostics=[finding]), ""
+            else:
+                yield _placeholder_ok(parsed[display]), decode_text(data[display])
     finally:
         reader._zf.close()
         fp = getattr(reader._zf, "fp", None)
