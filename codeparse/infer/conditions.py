@@ -839,8 +839,6 @@ class Inference:
         dependence; a union of one part), so that answers it directly (see _single_def),
         with the depth check the use entry would make, in the same order; the result is
         remembered for the use once the definition's entry is closed."""
-        if _nesting[0] > _depth[0]:  # the use entry's check
-            raise _TooDeep(lambda: self._single_def(name, d), (id(self), id(d)))
         path = self.name_path(name)
         memo = self._memo_results
         if path and path != self.facts.self_name:
@@ -848,6 +846,8 @@ class Inference:
             return found
         found = memo.get(name)
         if found is None:
+            if _nesting[0] > _depth[0]:  # the use entry's check (a resumed entry is memoized)
+                raise _TooDeep(lambda: self._single_def(name, d), (id(self), id(d)))
             _nesting[0] += 1  # inside the use entry
             try:
                 found = self._single_def(name, d)
@@ -865,12 +865,12 @@ class Inference:
         the name once the definition's entry is closed.  (A pass-through entry changes no
         result, not even around a cycle: it sits next to the definition's entry on the
         component stack, so each round of a fixpoint reads the same values without it.)"""
-        if _nesting[0] > _depth[0]:  # the definitions entry's check
-            raise _TooDeep(lambda: self._single_def(name, d), (id(self), id(d)))
         memo = self._memo_results
         entry = id(d)
         found = memo.get(entry)
         if found is None:
+            if _nesting[0] > _depth[0]:  # the definitions entry's check
+                raise _TooDeep(lambda: self._single_def(name, d), (id(self), id(d)))
             _nesting[0] += 1  # inside the definitions entry
             try:
                 found = self._enter(entry, self._visit_def, (d,))
