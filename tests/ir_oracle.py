@@ -27,7 +27,11 @@ walk back through producers:
   (``torch.rand(1).item()`` is ``tensor_value``: rule 2).
 * List mutators (:data:`MUTATORS`: ``aten::append(l, v)``, ...) are definitions of the list:
   a list value also depends on what its mutators add (rule 2), and on the ifs and loops
-  around the mutation that do not surround the list's creation.
+  around the mutation that do not surround the list's creation -- where the mutation can
+  run before the use: it comes before the node that reads the value (in the graph's
+  pre-order), or a loop encloses both (a later pass).  A mutation after the use, such as
+  ``info["size"] = ...`` inside the then-block of ``if "size" not in info:``, is no
+  definition at that use.
 * Calls are followed (rule 3): the receiver of a ``prim::CallMethod`` is a source (a path
   rooted at self is ``attribute``); when the callee's graph is known (``follow=True``) the
   walk enters it at its outputs, in a frame of its own where the callee's inputs lead back
@@ -65,7 +69,7 @@ import re
 import warnings
 import zipfile
 from collections import Counter
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import torch
 
@@ -169,6 +173,39 @@ def _op_name(node: torch._C.Node) -> tuple[str, str]:
 
 def _is_tensor(value: torch._C.Value) -> bool:
     return value.type().kind() == "TensorType"
+
+
+def _order(graph: torch._C.Graph) -> tuple[dict, dict]:
+    """Per node of a graph, nested blocks included: its pre-order number, and the number
+    after its whole subtree (where a value its blocks return is read)."""
+    pre: dict = {}
+    after: dict = {}
+    count = 0
+
+    def visit(block) -> None:
+        nonlocal count
+        for node in block.nodes():
+            pre[node] = count
+            count += 1
+            for sub in node.blocks():
+                visit(sub)
+            after[node] = count
+
+    visit(graph.block())
+    return pre, after
+
+
+def _loops_around(node: torch._C.Node) -> list:
+    out = []
+    block = node.owningBlock()
+    while block is not None:
+        owner = block.owningNode()
+        if owner is None:
+            break
+        if owner.kind() == "prim::Loop":
+            out.append(owner)
+        block = owner.owningBlock()
+    return out
 
 
 def _walk_nodes(block) -> Iterator[torch._C.Node]:
@@ -291,7 +328,26 @@ class _Analyzer:
             name = f"{t.qualified_name()}.{node.s('name')}" if t.kind() == "ClassType" else None
         return self.lookup(name) if name else None
 
-    def condition_sources(self, cond: torch._C.Value) -> tuple[str, set[tuple[str, str]]]:
+    def order(self) -> tuple[dict, dict]:
+        """:func:`_order` of this analyzer's graph, computed once."""
+        found = getattr(self, "_order_cache", None)
+        if found is None:
+            found = self._order_cache = _order(self.graph)
+        return found
+
+    def runs_before(self, mutation: torch._C.Node, at: Optional[tuple]) -> bool:
+        """Whether ``mutation`` can run before the read at ``at`` (``(pre-order number, node)``
+        of the reading node; None: at the end of the graph)."""
+        if at is None:
+            return True
+        pre, _ = self.order()
+        if pre.get(mutation, -1) < at[0]:
+            return True
+        reader = at[1]
+        return reader is not None and any(loop in _loops_around(reader) for loop in _loops_around(mutation))
+
+    def condition_sources(self, cond: torch._C.Value, reader: Optional[torch._C.Node] = None
+                          ) -> tuple[str, set[tuple[str, str]]]:
         """``(kind, {(ref, kind)})`` for one condition value (refs: attributes, arguments).
 
         The walk runs over frames: the method's own graph, and the graph of each call it
@@ -305,11 +361,23 @@ class _Analyzer:
         top = (self, None, None, "self" if self.self_value is not None else None)
         frames = {0: top}
         frame_ids: dict = {}
-        stack: list[tuple[torch._C.Value, Optional[str], int]] = [(cond, None, 0)]
+        # A stack entry: (value, mode, frame, where it is read: (pre-order number, node) in
+        # the frame's graph, or None at the end of a graph); `at` is the reading node.
+        root = reader if reader is not None else (cond.uses()[0].user if cond.uses() else None)
+        stack: list = [(cond, None, 0, (self.order()[0][root], root) if root is not None else None)]
+        at_node: list = [None]  # the node whose operands are being pushed (None: the graph's end)
 
-        def push(v: torch._C.Value, m: Optional[str], f: int) -> None:
-            if (f, v.unique(), m) not in seen:
-                stack.append((v, m, f))
+        def where(f: int) -> Optional[tuple]:
+            node = at_node[0]
+            if node is None:
+                return None
+            return frames[f][0].order()[0].get(node, 1 << 30), node
+
+        def push(v: torch._C.Value, m: Optional[str], f: int, at: Any = False) -> None:
+            at = where(f) if at is False else at
+            mutated = any(_op_name(u.user)[1] in MUTATORS for u in v.uses())
+            if (f, v.unique(), m, at if mutated else None) not in seen:
+                stack.append((v, m, f, at))
 
         def enter(call: torch._C.Node, callee: "_Analyzer", f: int, prefix: Optional[str]) -> int:
             key = (f, call.output().unique())
@@ -329,26 +397,35 @@ class _Analyzer:
                     ins = list(owner.inputs())
                     push(ins[0], mode, f)
                     push(ins[1], mode, f)
-                    push(list(next(iter(owner.blocks())).outputs())[0], mode, f)
+                    push(list(next(iter(owner.blocks())).outputs())[0], mode, f,
+                         (frames[f][0].order()[1].get(owner, 1 << 30), owner))
                 elif stop_block is not None and owner.kind() == "prim::If":
                     push(owner.inputsAt(0), mode, f)
                 block = owner.owningBlock()
 
         while stack:
-            value, mode, f = stack.pop()
-            key = (f, value.unique(), mode)
+            value, mode, f, at = stack.pop()
+            mutated = any(_op_name(u.user)[1] in MUTATORS for u in value.uses())
+            key = (f, value.unique(), mode, at if mutated else None)
             if key in seen:
                 continue
             seen.add(key)
             an, call, parent, prefix = frames[f]
 
-            # Rule 2: list mutators (`torch.append(l, v)`) are definitions of the list.
+            # Rule 2: list mutators (`torch.append(l, v)`) are definitions of the list,
+            # where they can run before the read.
             for use in value.uses():
                 user = use.user
-                if use.offset == 0 and _op_name(user)[1] in MUTATORS and user.kind().startswith("aten::"):
+                if use.offset == 0 and _op_name(user)[1] in MUTATORS and user.kind().startswith("aten::") \
+                        and an.runs_before(user, at):
+                    at_node[0] = user
                     for v in list(user.inputs())[1:]:
                         push(v, mode, f)
                     loops_around(user, mode, f, value.node().owningBlock())
+            node = value.node()
+            # Operands are read by the node that produces this value; the values a block
+            # returns are read at the end of the node that owns the block.
+            at_node[0] = node
 
             path = an.self_path(value)
             if path is not None:
@@ -357,7 +434,7 @@ class _Analyzer:
                 elif prefix is not None:
                     named.setdefault(prefix + path[len("self"):], set()).add(mode or "attribute")
                 else:  # a receiver not rooted at self: its state is the object's
-                    push(call.inputsAt(0), mode, parent)
+                    push(call.inputsAt(0), mode, parent, (frames[parent][0].order()[0].get(call, 1 << 30), call))
                 continue
             idx = an.input_index.get(value.unique())
             if idx is not None:
@@ -365,7 +442,8 @@ class _Analyzer:
                     named.setdefault(an.arg_names[idx], set()).add(mode or "argument")
                 else:
                     offset = 1 if call.kind() == "prim::CallFunction" else 0
-                    push(call.inputsAt(idx + offset), mode, parent)
+                    push(call.inputsAt(idx + offset), mode, parent,
+                         (frames[parent][0].order()[0].get(call, 1 << 30), call))
                 continue
 
             node = value.node()
@@ -383,12 +461,14 @@ class _Analyzer:
                 # The counter and every carried value depend on the trip count and the
                 # loop's test (rule 7); a carried value also on its initial value and the
                 # previous iteration's.
+                end = (an.order()[1].get(owner, 1 << 30), owner)
+                at_node[0] = owner
                 push(loop_ins[0], mode, f)
                 push(loop_ins[1], mode, f)
-                push(block_outs[0], mode, f)
+                push(block_outs[0], mode, f, end)
                 if pos > 0:
                     push(loop_ins[pos + 1], mode, f)
-                    push(block_outs[pos], mode, f)
+                    push(block_outs[pos], mode, f, end)
                 loops_around(owner, mode, f)
                 continue
             if kind == "prim::Constant":
@@ -399,19 +479,21 @@ class _Analyzer:
             if kind == "prim::If":
                 pos = _output_index(node, value)
                 push(node.inputsAt(0), mode, f)
+                end = (an.order()[1].get(node, 1 << 30), node)
                 for block in node.blocks():
-                    push(list(block.outputs())[pos], mode, f)
+                    push(list(block.outputs())[pos], mode, f, end)
                 continue
             if kind == "prim::Loop":
                 pos = _output_index(node, value)
                 loop_ins = list(node.inputs())
                 block = next(iter(node.blocks()))
                 block_outs = list(block.outputs())
+                end = (an.order()[1].get(node, 1 << 30), node)
                 push(loop_ins[0], mode, f)
                 push(loop_ins[1], mode, f)
-                push(block_outs[0], mode, f)
+                push(block_outs[0], mode, f, end)
                 push(loop_ins[pos + 2], mode, f)
-                push(block_outs[pos + 1], mode, f)
+                push(block_outs[pos + 1], mode, f, end)
                 continue
             if an._is_runtime_op(node) or an._is_runtime_copy(node):
                 anon.add("runtime")
@@ -440,7 +522,7 @@ class _Analyzer:
                     callee_an, graph = callee
                     g = enter(node, callee_an, f, receiver_prefix)
                     for out in graph.outputs():
-                        push(out, new_mode, g)
+                        push(out, new_mode, g, None)
                     continue
                 ins = ins[1:]
             for v in ins:
@@ -459,7 +541,7 @@ class _Analyzer:
         for node in _walk_nodes(self.graph.block()):
             kind = node.kind()
             if kind == "prim::If":
-                k, srcs = self.condition_sources(node.inputsAt(0))
+                k, srcs = self.condition_sources(node.inputsAt(0), node)
                 out.if_kinds.append(k)
                 out.if_sources.append(srcs)
                 out.if_lines.append(code_location(node))

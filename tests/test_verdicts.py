@@ -303,3 +303,15 @@ def test_property_tensor_constants_are_tensor_operands():
     cf = codeparse.parse_text("def f(x: Tensor) -> Tensor:\n  if bool(torch.gt(CONSTANTS.c0, 0)):\n"
                               "    pass\n  else:\n    pass\n  return x\n")
     assert _summary(cf.functions[0]) == [("tensor_value", [("torch.gt(CONSTANTS.c0, 0)", "tensor_value", "Tensor")])]
+
+
+def test_rule_a_mutation_after_the_use_defines_nothing_there():
+    """``fixtures/models_rules.py`` MutateAfterUse (made by torch): the test of an ``if``
+    does not depend on the dict item its own then-block sets; the next ``if`` does; inside
+    a loop a later append runs before the next pass's test."""
+    assert _summary(_forward("rule_mutation_after_use")) == [
+        ("argument", [("n", "argument", "int")]),
+        ("tensor_shape", [("x", "tensor_shape", "Tensor"), ("n", "argument", "int")]),
+        ("tensor_shape", [("n", "tensor_shape", "int"), ("steps", "tensor_shape", "int"),
+                          ("x", "tensor_shape", "Tensor")]),
+    ]

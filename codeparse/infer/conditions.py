@@ -12,7 +12,8 @@ its sources (README "What a condition depends on"; the tables are
    sources of kind ``runtime``, reached directly or through a local bound to them;
 2. a marking operator over a Tensor keeps its mark when nothing beneath it is a named
    source (the operand's text is the source); list mutators (``torch.append(l, v)``)
-   are definitions of the list;
+   are definitions of the list, at the uses they can run before (earlier in the text, or
+   in a loop around both: a later pass);
 3. calls are followed: a receiver rooted at ``self`` is a source, and where the
    callee's body is available (same text, or any file of an archive through the
    ``functions`` hook) the call depends on what the callee's return values depend on,
@@ -304,6 +305,7 @@ class Inference:
         self._typed: set[str] = set()
         self._replacements: dict[tuple[str, int], Optional[str]] = {}  # (name, depth) -> resolved text
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
+        self._mutated = {name for name, defs in facts.defs.items() if any(d.kind == "mutate" for d in defs)}
         if facts.self_name in facts.params:
             self._paths[facts.self_name] = facts.self_name
 
@@ -784,6 +786,14 @@ class Inference:
                 leaf = self._leaves[name] = self._leaf(name)
             if type(leaf) is tuple:
                 return leaf
+            if name in self._mutated:
+                kept = self._defs_before(name, node.start, scopes)
+                if kept is not None:  # a mutation after this use defines nothing here
+                    key = ("before", name, scopes, tuple(id(d) for d in kept))
+                    found = self._memo_results.get(key)
+                    if found is not None:
+                        return found
+                    return self._enter(key, self._visit_some, (name, scopes, kept))
             key = (name, scopes)  # a use of the name (see _memo for the other kinds of entry)
             found = self._memo_results.get(key)
             if found is not None:
@@ -935,6 +945,39 @@ class Inference:
             if scope.kind != "if" or scope not in scopes:
                 key = ("test", scope, def_scopes)
                 found = self._memo_results.get(key)
+                if found is None:
+                    found = self._enter(key, self._visit_test, (scope, def_scopes))
+                parts.append(found)
+        return _union(parts)
+
+    def _defs_before(self, name: str, at: int, scopes: tuple[Scope, ...]) -> Optional[tuple[Definition, ...]]:
+        """The definitions of ``name`` that can run before its use at offset ``at``, when a
+        mutation cannot (it comes after the use in the text, and no loop encloses both):
+        None when every definition can."""
+        defs = self.facts.defs[name]
+        kept = tuple(d for d in defs if d.kind != "mutate" or d.start < at or any(
+            scope.kind in ("for", "while") and scope in scopes for scope in d.scopes))
+        return None if len(kept) == len(defs) else kept
+
+    def _visit_some(self, name: str, scopes: tuple[Scope, ...], kept: tuple[Definition, ...]):
+        """A use of a name that only some of its definitions reach (see _defs_before): as
+        _visit_name, over those definitions and the ifs and loops around them."""
+        path = self.name_path(name)
+        if path and path != self.facts.self_name:
+            return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+        memo = self._memo_results
+        parts = []
+        controls: dict = {}
+        for d in kept:
+            found = memo.get(id(d))
+            parts.append(found if found is not None else self._enter(id(d), self._visit_def, (d,)))
+            for scope in d.scopes:
+                if scope.kind in ("if", "for", "while"):
+                    controls.setdefault((scope, d.scopes), None)
+        for scope, def_scopes in controls:
+            if scope.kind != "if" or scope not in scopes:
+                key = ("test", scope, def_scopes)
+                found = memo.get(key)
                 if found is None:
                     found = self._enter(key, self._visit_test, (scope, def_scopes))
                 parts.append(found)
