@@ -31,7 +31,10 @@ def check_span(text: str, span) -> str:
 def test_spans_slice_back_to_the_node_text(path):
     text = path.read_text(encoding="utf-8")
     cf = parse_file(path)
-    assert cf.diagnostics == []
+    # deep_loop_too_long: one condition past the depth limit, reported (tests/test_deep.py)
+    assert {d.code for d in cf.diagnostics} <= ({"CP113"} if "deep_loop_too_long" in str(path) else set())
+    for d in cf.diagnostics:
+        check_span(text, d.span)
     functions = list(cf.functions) + [m for c in cf.classes for m in c.methods]
     for cls in cf.classes:
         assert check_span(text, cls.span).startswith(f"class {cls.name}")
