@@ -69,17 +69,27 @@ def _entry_count(handle: io.BufferedReader, limit: Optional[int] = None) -> int:
     return count
 
 
-def _end_record(handle: io.BufferedReader) -> tuple[int, int, int]:
-    """``(announced entries, central directory start, its size)``, located as ``zipfile``
-    locates it (from the end record's position, so that data prepended to the zip moves
-    it); ValueError if there is no end record."""
+def _tail(handle: io.BufferedReader) -> tuple[int, int, bytes, int]:
+    """``(file size, tail size, the tail, where the last end record starts in it)``: the last
+    64 KiB and 22 bytes hold the end-of-archive record and its comment; ``at`` is -1 when no
+    whole end record is there."""
     handle.seek(0, os.SEEK_END)
     size = handle.tell()
     tail_size = min(size, 22 + 0xFFFF)
     handle.seek(size - tail_size)
     tail = handle.read(tail_size)
     at = tail.rfind(_EOCD)
-    if at < 0 or len(tail) - at < 22:
+    if len(tail) - at < 22:
+        at = -1
+    return size, tail_size, tail, at
+
+
+def _end_record(handle: io.BufferedReader) -> tuple[int, int, int]:
+    """``(announced entries, central directory start, its size)``, located as ``zipfile``
+    locates it (from the end record's position, so that data prepended to the zip moves
+    it); ValueError if there is no end record."""
+    size, tail_size, tail, at = _tail(handle)
+    if at < 0:
         raise ValueError("no end-of-archive record (truncated?)")
     _sig, _disk, _cd_disk, _here, total, cd_size, _cd_off, _comment = struct.unpack("<4sHHHHIIH", tail[at:at + 22])
     location = size - tail_size + at
@@ -105,13 +115,8 @@ def _ambiguity(handle: io.BufferedReader) -> Optional[str]:
     reader (miniz, ``caffe2/serialize/inline_container.cc``) takes the one at the offset
     the end record stores: they must be the same.  And the bytes after the central
     directory hold one end record (with its ZIP64 records), not another one in the comment."""
-    handle.seek(0, os.SEEK_END)
-    size = handle.tell()
-    tail_size = min(size, 22 + 0xFFFF)
-    handle.seek(size - tail_size)
-    tail = handle.read(tail_size)
-    at = tail.rfind(_EOCD)
-    if at < 0 or len(tail) - at < 22:
+    size, tail_size, tail, at = _tail(handle)
+    if at < 0:
         return None  # no end record: the caller says the zip is damaged
     cd_size, cd_offset = struct.unpack("<II", tail[at + 12:at + 20])
     location = size - tail_size + at
