@@ -749,22 +749,24 @@ def _load_by_id(gid: str) -> Grammar:
     return grammar
 
 
-@functools.cache
-def load_tracediff() -> dict[str, Any]:
-    """The tables of ``codeparse diff`` (``grammars/tracediff.toml``): operators a trace never
-    records, trace operators that stand for script ones, operators that change their operands."""
-    path = grammar_dir() / "tracediff.toml"
+def load_data_table(name: str) -> dict[str, Any]:
+    """A data table of ``grammars/`` (TOML) read as a dict; a file that cannot be read or
+    parsed is a :class:`GrammarError` naming it.  Callers cache what they keep."""
+    path = grammar_dir() / name
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise GrammarError(f"{path}: cannot load: {exc}") from None
+
+
+@functools.cache
+def load_tracediff() -> dict[str, Any]:
+    """The tables of ``codeparse diff`` (``grammars/tracediff.toml``): operators a trace never
+    records, trace operators that stand for script ones, operators that change their operands."""
+    return load_data_table("tracediff.toml")
 
 
 @functools.cache
 def load_semantics() -> dict[str, Any]:
     """The meaning of names (``grammars/semantics.toml``), shared by every grammar."""
-    path = grammar_dir() / "semantics.toml"
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise GrammarError(f"{path}: cannot load: {exc}") from None
+    return load_data_table("semantics.toml")

@@ -38,7 +38,6 @@ import fnmatch
 import functools
 import io
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
@@ -109,20 +108,10 @@ class PickleScan:
 @functools.cache
 def load_table() -> dict[str, Any]:
     """``grammars/pickle-globals.toml`` with ``weights_only`` from ``pickle-weights-only.toml``, read once."""
-    from ..grammar.engine import GrammarError
-    from ..grammar.locations import grammar_dir
+    from ..grammar.engine import load_data_table
 
-    out: dict[str, Any] = {}
-    for name in ("pickle-globals.toml", "pickle-weights-only.toml"):
-        path = grammar_dir() / name
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise GrammarError(f"{path}: cannot load: {exc}") from None
-        if name == "pickle-weights-only.toml":
-            out["weights_only"] = data
-        else:
-            out.update(data)
+    out: dict[str, Any] = dict(load_data_table("pickle-globals.toml"))
+    out["weights_only"] = load_data_table("pickle-weights-only.toml")
     return out
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import tomllib
 from typing import Any
 
 from ..contract.codes import CODES
@@ -21,14 +20,9 @@ MARKDOWN_COMMAND = "codeparse rule --all --output-format markdown -o docs/rules.
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    from ..grammar.engine import GrammarError
-    from ..grammar.locations import grammar_dir
+    from ..grammar.engine import load_data_table
 
-    path = grammar_dir() / "rules.toml"
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise GrammarError(f"{path}: cannot load: {exc}") from None
+    return load_data_table("rules.toml")
 
 
 def explain(code: str) -> dict[str, str]:
