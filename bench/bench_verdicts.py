@@ -45,8 +45,8 @@ root, mode, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, root)
 import codeparse
 if sys.argv[5] == "nofollow":
-    import codeparse.infer.conditions
-    codeparse.infer.conditions.FOLLOW_CALLS = False
+    import codeparse.infer.callees
+    codeparse.infer.callees.FOLLOW_CALLS = False
 data = Path(sys.argv[4])
 if mode == "parse":
     files = sorted((data / "fixtures" / "text").glob("*/*.code"))
@@ -136,7 +136,7 @@ def main() -> int:
         f"{args.repeat} alternating processes per side.",
         "",
         "",
-        "*not following*: this checkout with `codeparse.infer.conditions.FOLLOW_CALLS = False` (rule 3's",
+        "*not following*: this checkout with `codeparse.infer.callees.FOLLOW_CALLS = False` (rule 3's",
         "following of calls off, every other rule on); the last column is what following calls costs.",
         "",
         "| input | size | before | after, not following | after | **throughput after / before** "

@@ -19,7 +19,7 @@ import pytest
 
 import codeparse
 from codeparse.cli import main
-from codeparse.infer.conditions import DEEPEST_CYCLE
+from codeparse.infer.memo import DEEPEST_CYCLE
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = ROOT / "fixtures" / "archives"

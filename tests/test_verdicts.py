@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import codeparse
-from codeparse.infer.conditions import Callee
+from codeparse.infer.callees import Callee
 from codeparse.infer.types import operator_return_type
 from codeparse.text.program import parse_program
 

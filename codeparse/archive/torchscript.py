@@ -319,7 +319,7 @@ class OpenedArchive:
         return self._saved
 
     def callee(self, qualified: str) -> Optional[Any]:
-        """A function of the program with its inference (:class:`codeparse.infer.conditions.Callee`),
+        """A function of the program with its inference (:class:`codeparse.infer.callees.Callee`),
         once :attr:`files` is read; None for a model.json archive or an unknown name."""
         functions = getattr(self, "_functions", None)
         return functions.get(qualified) if functions is not None else None

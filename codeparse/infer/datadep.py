@@ -8,7 +8,7 @@ A branch or loop that reads such a size (``size``, ``numel``, ``len``) fails to
 export; one that reads an input's size only specializes.
 
 This module answers that for one function, over the definitions that
-:mod:`codeparse.infer.conditions` exposes (``FunctionFacts.defs``, ``Inference.value_of``):
+:mod:`codeparse.infer.names` exposes (``FunctionFacts.defs``, ``Names.value_of``):
 
 * :meth:`FunctionDataDependence.shape` -- for a ``tensor_shape`` condition: whether
   a size it reads is data-dependent, and the spans of the producers (the ``nonzero``
@@ -20,7 +20,7 @@ This module answers that for one function, over the definitions that
   tensor's value anywhere in the function.
 
 Calls are followed through the callees that inference knows
-(:class:`codeparse.infer.conditions.Callee`: the same text, or any file of an archive):
+(:class:`codeparse.infer.callees.Callee`: the same text, or any file of an archive):
 each gets, once, a summary "does what it returns have a data-dependent size, and
 where is that made?".  A producer in another file is reported at the call site in
 this one.
@@ -118,7 +118,7 @@ class FunctionDataDependence:
         return found
 
     def _find_op(self, node: CallExpr) -> tuple[str, Optional[str]]:
-        method = self.inf._method_operator(node)
+        method = self.inf.method_operator(node)
         if method is not None:
             return "operator", method.rpartition(":")[2]
         kind, target = self.inf.callee_target(node.func)
@@ -180,7 +180,7 @@ class FunctionDataDependence:
         func = node.func
         args = node.args
         operands = [*args, *(v for _, v in node.keywords)]
-        callee = self.inf._callee_of(node)
+        callee = self.inf.callee_of(node)
         if callee is not None:  # a function or method whose body is known: what it returns
             return self._callee(callee, node, depth)
         kind, name = self._op(node)
@@ -370,7 +370,7 @@ class FunctionDataDependence:
             if kind not in ("operator", "intrinsic"):
                 return False
             # A method on a local (`t.log2()`) reads its receiver; `torch.log2(t)` does not.
-            receiver = [node.func.value] if self.inf._method_operator(node) is not None else []
+            receiver = [node.func.value] if self.inf.method_operator(node) is not None else []
             return all(self.literal(a, depth + 1) for a in [*receiver, *node.args, *(v for _, v in node.keywords)])
         return False
 
@@ -390,7 +390,7 @@ class FunctionDataDependence:
             if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
                 return self._item_number(node.args[-1], depth + 1)
             if kind == "operator" and name in self.table.item_reads:
-                read = node.func.value if self.inf._method_operator(node) is not None else (
+                read = node.func.value if self.inf.method_operator(node) is not None else (
                     node.args[0] if node.args else None)
                 if read is not None and not self.literal(read, depth + 1):
                     return read

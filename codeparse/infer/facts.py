@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
 
-if TYPE_CHECKING:  # conditions imports this module
-    from .conditions import Callee
+if TYPE_CHECKING:  # callees imports this module
+    from .callees import Callee
 
 __all__ = ["Definition", "Scope", "FunctionFacts"]
 

@@ -19,9 +19,12 @@ from typing import Any, Optional
 
 from ..contract.views import record
 from ..grammar.engine import Grammar
-from ..infer.conditions import DEEPEST_CYCLE, Callee, Inference, dotted, unquote
+from ..infer.callees import Callee
+from ..infer.conditions import Inference
 from ..infer.datadep import FunctionDataDependence
 from ..infer.facts import Definition, FunctionFacts, Scope
+from ..infer.memo import DEEPEST_CYCLE
+from ..infer.names import dotted, unquote
 from ..infer.semantics import Semantics
 from ..parse.expressions import FALLBACK, ExpressionReader, split_list, structure_finder
 from ..parse.source import SourceText, span_data

@@ -143,7 +143,7 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
     reader) maps a qualified class name to ``(kind, declared attributes)`` of the other
     classes of an archive, so that ``self.layer1.conv`` gets its role and type.
     ``functions`` (also the archive reader's) maps a qualified name to the
-    :class:`~codeparse.infer.conditions.Callee` of a function of another file, so that calls
+    :class:`~codeparse.infer.callees.Callee` of a function of another file, so that calls
     into it are followed.
     """
     _expect(text, str, "parse_text expects the code as str (use parse_bytes for bytes)")

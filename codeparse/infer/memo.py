@@ -1,0 +1,261 @@
+"""Memoized visits: each entry computed once, cycles settled, depth bounded.
+
+Takes entries, each a key and how to compute it (a visit of a name's use, of a definition,
+of an enclosing test, of a function's summary).  Gives each entry's result, computed once
+per key however many paths reach it.  How: the entries form a graph (an entry reads the
+entries its computation reaches), walked depth-first with Tarjan's low-link bookkeeping
+(:class:`Memo`, one per function).  An entry read while its component is still open (a
+cycle of definitions: a loop-carried value, a local reassigned in both branches of ifs)
+gives its result so far; when the component closes, its entries are computed again
+against each other's results until none changes (a fixpoint: results only grow), then
+memoized together.  So every entry is computed once, plus a few rounds per cycle.
+
+Recursion depth: when a visit nests deeper than ``DEEP`` memo entries (all functions
+together) or a few function summaries, it is abandoned where it stopped and resumed from
+there (:func:`drive`): the entry it was about to enter is computed first, on a fresh
+stack, and memoized; then the abandoned visit runs again and finds it done.  A chain of
+thousands of temporaries, tests or functions so costs a few shallow visits per ``DEEP``
+links, in any order of entries.  A cycle longer than the depth limit (a loop whose carried
+values pass through more entries than that) cannot be cut this way: the limit is raised
+for it, up to ``DEEPEST_CYCLE``; a cycle longer still raises :class:`DepthLimit` (the
+condition is ``unknown``, CP113), never an internal error.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from .sources import EMPTY
+
+DEEP = 80  # memo entries on the stack (all functions together) before a visit is resumed deeper
+_MAX_ROUNDS = 64  # rounds of a cycle's fixpoint (results only grow; a few rounds settle it)
+
+nesting = [0]  # memo entries being computed, in every Memo of the process
+
+
+class TooDeep(Exception):
+    """A depth-first visit went too deep: ``resume`` computes (and memoizes) the entry it
+    was about to enter, on a fresh stack; ``key`` names that entry (see drive)."""
+
+    def __init__(self, resume: Callable[[], Any], key: Any):
+        super().__init__("depth limit")
+        self.resume = resume
+        self.key = key
+
+
+class _AroundCycle(Exception):
+    """A walk entered an entry that is being resumed below it: a cycle longer than the
+    depth limit (see drive)."""
+
+
+class DepthLimit(Exception):
+    """A chain of definitions that resuming cannot cut (a cycle longer than the depth
+    limit): the condition is ``unknown`` (CP113)."""
+
+
+driving = [False]  # a drive is running (inner visits let TooDeep through to it)
+_live: set = set()  # Memos that entered entries during the current drive
+_MAX_RESUMES = 1_000_000  # resumed entries per drive (each is memoized, so each is met once)
+_resumed: set = set()  # keys of the entries being resumed (see drive)
+_walk: list = [None]  # the key of the entry the current walk resumes (None: the visit itself)
+depth = [DEEP]  # the depth limit in force (raised while a long cycle settles, see drive)
+DEEPEST_CYCLE = 5120  # the most memo entries one cycle may nest (about 6 interpreter frames each)
+
+
+def drive(thunk: Callable[[], Any]) -> Any:
+    """``thunk()``; where a visit stops at the depth limit, compute the entry it stopped
+    at first (itself resumable the same way), then run the visit again.
+
+    Every resumed entry is memoized when it completes (it is the root of its own walk,
+    so its component closes), so each is resumed once and the abandoned visit goes
+    further each time.  Resumed entries form a stack, each reached from the one below;
+    a walk that enters an entry lower on that stack has come round a cycle longer than
+    the depth limit, which no resumption cuts (nothing on it completes before the whole
+    cycle does): the limit is raised fourfold (and the interpreter's recursion limit
+    with it) and the visit starts again, until the cycle fits, up to ``DEEPEST_CYCLE``
+    entries; past that, :class:`DepthLimit`."""
+    if driving[0]:
+        return thunk()
+    driving[0] = True
+    todo: list = [(thunk, None)]
+    recursion = sys.getrecursionlimit()
+    try:
+        while True:
+            _walk[0] = todo[-1][1]
+            try:
+                result = todo[-1][0]()
+            except (TooDeep, _AroundCycle) as stop:
+                _reset_live()
+                if isinstance(stop, _AroundCycle) or stop.key in _resumed:
+                    if depth[0] >= DEEPEST_CYCLE:
+                        raise DepthLimit() from None
+                    depth[0] = min(depth[0] * 4, DEEPEST_CYCLE)
+                    sys.setrecursionlimit(max(recursion, 8 * depth[0] + 1000))
+                    todo = [(thunk, None)]  # start again, in longer strides
+                    _resumed.clear()
+                    continue
+                if len(todo) > _MAX_RESUMES:
+                    raise DepthLimit() from None
+                _resumed.add(stop.key)
+                todo.append((stop.resume, stop.key))
+                continue
+            _resumed.discard(todo.pop()[1])
+            if not todo:
+                return result
+    finally:
+        driving[0] = False
+        depth[0] = DEEP
+        _walk[0] = None
+        _resumed.clear()
+        sys.setrecursionlimit(recursion)
+        _reset_live()
+
+
+def _reset_live() -> None:
+    """Forget the open memo entries of every Memo a visit abandoned."""
+    for memo in _live:
+        memo.reset()
+    _live.clear()
+
+
+class Memo:
+    """The memo entries of one function: results of closed components, and Tarjan's
+    bookkeeping for the open ones.  ``named_only`` is set while a cycle settles its
+    named sources first (the visits read it; see _close)."""
+
+    def __init__(self) -> None:
+        self.results: dict = {}
+        # Tarjan's strongly connected components over memo entries (see memo).
+        self._index: dict = {}  # entry -> preorder number, while on the component stack
+        self._tstack: list = []  # entries of components not yet closed
+        self._provisional: dict = {}  # entry -> result so far, while its component is open
+        self._computers: dict = {}  # entry -> how to compute it, once it stays open (cycles)
+        self._reread: set = set()  # entries read while open (a cycle goes through them)
+        self._count = 0
+        self._low = 0
+        self.named_only = False  # rule 2's operand sources held back (a cycle settling)
+
+    def memo(self, key, compute, *args):
+        """``compute(*args)``, once per ``key``: memo entries are the nodes of a graph (an entry
+        reads the entries its computation reaches), walked depth-first with Tarjan's
+        low-link bookkeeping.  An entry read while its component is still open (a cycle of
+        definitions: a loop-carried value, a local reassigned in both branches of ifs)
+        gives its result so far; when the component closes, its entries are computed
+        again against each other's results until none changes (a fixpoint: results only
+        grow), then memoized together.  So every entry is computed once, plus a few rounds
+        per cycle, whatever the number of paths through it.
+
+        Keys, each kind its own shape (cheap to hash): ``(name, scopes)`` a use of a name,
+        ``name`` its definitions together, ``id(definition)`` one definition,
+        ``("test", scope, scopes)`` an enclosing test, ``("loops", ...)`` the loops around a use."""
+        found = self.results.get(key)
+        if found is not None:
+            return found
+        return self.enter(key, compute, args)
+
+    def enter(self, key, compute, args):
+        """:meth:`memo` for a key not memoized (its callers looked)."""
+        index = self._index
+        number = index.get(key)
+        if number is not None:  # open: a cycle goes through it
+            if number < self._low:
+                self._low = number
+            self._reread.add(key)
+            return self._provisional.get(key, EMPTY)
+        if nesting[0] > depth[0]:
+            raise TooDeep(lambda: self.memo(key, compute, *args), (id(self), key))
+        if _resumed:
+            whole = (id(self), key)
+            if whole in _resumed and whole != _walk[0]:
+                raise _AroundCycle()
+        if not self._tstack:
+            _live.add(self)
+        number = self._count
+        self._count = number + 1
+        index[key] = number
+        stack = self._tstack
+        stack.append(key)
+        outer_low = self._low
+        self._low = number
+        nesting[0] += 1
+        try:
+            result = compute(*args)
+        finally:
+            nesting[0] -= 1
+        low = self._low
+        if low >= number:
+            if stack[-1] is key and key not in self._reread:  # no cycle through it: done
+                stack.pop()
+                del index[key]
+                self.results[key] = result
+            else:
+                # How to compute an entry is kept only while its component is open
+                # (_settle computes the members again).
+                self._computers[key] = (compute, args)
+                result = self._close(key, result)
+        else:
+            self._computers[key] = (compute, args)
+            self._provisional[key] = result
+        self._low = outer_low if outer_low < low else low
+        return result
+
+    def _close(self, root, result):
+        """Close the component rooted at ``root``: iterate it to a fixpoint if it holds a
+        cycle, memoize every entry, and return the root's result."""
+        stack = self._tstack
+        at = len(stack) - 1
+        while stack[at] is not root and stack[at] != root:
+            at -= 1
+        members = stack[at:]
+        provisional = self._provisional
+        if len(members) > 1 or root in self._reread:
+            # Rule 2's operand source ("nothing beneath is a named source") is no monotone
+            # function: read from a result still incomplete, it would keep itself alive
+            # around the cycle.  So the named sources settle first, from nothing; then the
+            # rule applies to those settled results.
+            saved = self._low, self.named_only
+            for key in members:
+                provisional[key] = EMPTY
+            self.named_only = True
+            self._settle(at)
+            self.named_only = saved[1]
+            if not self.named_only:
+                self._settle(at)
+            self._low = saved[0]
+            members = stack[at:]
+            result = provisional[root]
+        memo, index, computers, reread = self.results, self._index, self._computers, self._reread
+        for key in members:
+            memo[key] = provisional.pop(key, None) or (result if key == root else EMPTY)
+            del index[key]
+            del computers[key]
+            reread.discard(key)
+        del stack[at:]
+        memo[root] = result
+        return result
+
+    def _settle(self, at: int) -> None:
+        """Compute the open entries from ``at`` on again until no result changes."""
+        stack, provisional, computers = self._tstack, self._provisional, self._computers
+        for _ in range(_MAX_ROUNDS):
+            changed = False
+            for key in reversed(stack[at:]):  # deepest first; entries first met here join
+                compute, args = computers[key]
+                value = compute(*args)
+                if value != provisional.get(key):
+                    provisional[key] = value
+                    changed = True
+            if not changed:
+                return
+
+    def reset(self) -> None:
+        """Forget the open components (a visit abandoned at the depth limit, see drive)."""
+        self.named_only = False
+        self._index.clear()
+        self._tstack.clear()
+        self._provisional.clear()
+        self._computers.clear()
+        self._reread.clear()
+        self._low = 0
+

@@ -1,0 +1,272 @@
+"""Names: what the names of one function stand for, by def-use over its printed text.
+
+Takes a function's text, its :class:`~codeparse.infer.facts.FunctionFacts` (every
+definition of every name with the ifs and loops around it, parameters, returns, declared
+attributes) and the semantic tables.  Gives, per function and memoized:
+
+* the expression tree of a span (read once by the expression reader) and the value a
+  definition binds (the tuple element, when it binds one);
+* the single definition of a name, when there is exactly one and it is an assignment;
+* the path from ``self`` a name or expression reads: the printed text is close to SSA
+  (every value bound once to a name, ``_2``, ``x0``), so ``conv = layer1.conv`` after
+  ``layer1 = self.layer1`` is ``self.layer1.conv``, followed through single definitions
+  (a cycle guard and a depth bound stop ``y = y`` and chains of thousands);
+* the declared role and type of such a path (``self.x``: parameter, buffer, submodule...),
+  through the owners' declared attributes;
+* the kind and qualified target of a callee (an intrinsic, an operator by its schema
+  name, a function of the program, reached directly or through a local bound to it), and
+  whether ``name.method`` has a local receiver (a method call on a value, not a module
+  path);
+* for control dependence: the ifs and loops around a name's definitions, and the
+  definitions that can run before a use (a mutation later in the text, with no loop
+  around both, cannot).
+
+Nothing here classifies: :mod:`~codeparse.infer.conditions` reads these answers.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Name, Seq, names_in
+from .facts import Definition, FunctionFacts, Scope
+from .semantics import Semantics
+
+MAX_RESOLVE_DEPTH = 24  # single definitions followed from one name (`y = y` in broken text stops)
+_MAX_PATH = 1000  # characters of a path from `self` (`self.a.b...`); longer is no module path
+
+
+class Names:
+    """Def-use answers for one function, each memoized: the state the other parts of the
+    inference of that function (types, callees, conditions, resolved text) share."""
+
+    def __init__(self, text: str, reader: ExpressionReader, facts: FunctionFacts, sem: Semantics):
+        self.text = text
+        self.reader = reader
+        self.facts = facts
+        self.sem = sem
+        self._trees: dict[tuple[int, int], Expr] = {}
+        self._paths: dict[str, Optional[str]] = {}
+        self._control_scopes: dict[str, list] = {}
+        self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
+        self._locals: dict[tuple[int, int], bool] = {}  # `a.f` span -> is `a` a local receiver
+        self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
+        self.mutated = {name for name, defs in facts.defs.items() if any(d.kind == "mutate" for d in defs)}
+        if facts.self_name in facts.params:
+            self._paths[facts.self_name] = facts.self_name
+
+    def value_spans(self) -> list[tuple[int, int]]:
+        """Every expression a definition or a return of the function holds."""
+        facts = self.facts
+        spans = {d.value for defs in facts.defs.values() for d in defs if d.value is not None}
+        spans.update(span for span, _ in facts.returns)
+        scopes = [d.scopes for defs in facts.defs.values() for d in defs] + [sc for _, sc in facts.returns]
+        spans.update(scope.test for group in scopes for scope in group)
+        return sorted(spans)
+
+    def tree(self, span: tuple[int, int]) -> Expr:
+        node = self._trees.get(span)
+        if node is None:
+            node = self._trees[span] = self.reader.read(*span)
+        return node
+
+    def value_of(self, d: Definition) -> Optional[Expr]:
+        """The expression a definition binds (the tuple element, when it has one)."""
+        span = d.value
+        if span is None:
+            return None
+        node = self.tree(span)
+        if d.element is not None:
+            if isinstance(node, Seq) and node.kind == "tuple" and d.element < len(node.items):
+                return node.items[d.element]
+        return node
+
+    def single_def(self, name: str) -> Optional[Definition]:
+        defs = self.facts.defs.get(name)
+        if defs and len(defs) == 1 and defs[0].kind == "assign":
+            return defs[0]
+        return None
+
+    def names(self, node: Expr) -> list[Name]:
+        """The names in an expression, in textual order (remembered per span)."""
+        key = (node.start, node.end)
+        names = self._names_in.get(key)
+        if names is None:
+            names = self._names_in[key] = names_in(node)
+        return names
+
+    def name_path(self, name: str, depth: int = 0) -> Optional[str]:
+        """The path from ``self`` a name stands for (``self.layer1``), if it does."""
+        found = self._paths.get(name, False)  # `self` is in it from the start
+        if found is not False:
+            return found
+        self._paths[name] = None  # cycle guard
+        d = self.single_def(name)
+        path = None
+        if d is not None and depth < MAX_RESOLVE_DEPTH:
+            node = self.value_of(d)
+            if d.element is None or node is not self.tree(d.value):
+                path = self.expr_path(node, depth + 1) if node is not None else None
+        self._paths[name] = path
+        return path
+
+    def expr_path(self, node: Expr, depth: int = 0) -> Optional[str]:
+        """The path from ``self`` an expression reads, if it is one."""
+        if isinstance(node, Name):
+            return self.name_path(node.id, depth)
+        if isinstance(node, Attr):
+            base = self.expr_path(node.value, depth)
+            return _joined(base, node.attr)
+        if isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "getattr":
+            if len(node.args) == 2 and isinstance(node.args[1], Const) and node.args[1].kind == "string":
+                base = self.expr_path(node.args[0], depth)
+                return _joined(base, unquote(node.args[1].text))
+        return None
+
+    def callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
+        """Kind and qualified target of a callee: ("operator", "aten::eq"), ("function", ...)."""
+        key = (node.start, node.end)  # the same text: the same answer, within one function
+        found = self._targets.get(key)
+        if found is None:
+            found = self._targets[key] = self._callee_target(node)
+        return found
+
+    def _callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
+        text = dotted(node)
+        if text is None:
+            return "function", None
+        if text in self.sem.intrinsics:
+            return "intrinsic", text
+        op = self.sem.operator(text)
+        if op is not None:
+            return "operator", op
+        if text.startswith(self.sem.root + "."):
+            return "function", text
+        if "." not in text:
+            d = self.single_def(text)
+            if d is not None:
+                value = self.value_of(d)
+                bound = dotted(value) if value is not None else None
+                if bound and bound.startswith(self.sem.root + "."):
+                    return "function", bound
+        return "function", None
+
+    def declared(self, path: str) -> tuple[Optional[str], Optional[str]]:
+        """Declared (role, type) of a one-step path ``self.x``."""
+        decl = self.facts.declared
+        if decl is None:
+            return None, None
+        head, _, rest = path.partition(".")
+        if not rest:
+            return "submodule", self.facts.owner
+        if "." in rest:
+            if self.facts.types is None:
+                return None, None
+            first, _, more = rest.partition(".")
+            role, typ = decl.get(first, ("unknown", None))
+            for part in more.split("."):
+                attrs = self.facts.types(typ) if typ else None
+                if attrs is None:
+                    return None, None
+                role, typ = attrs.get(part, ("unknown", None))
+            return role, typ
+        return decl.get(rest, ("unknown", None))
+
+    # -- types (rule 5) ----------------------------------------------------------
+
+    def local_receiver(self, func: Attr) -> Optional[Expr]:
+        """The receiver of ``name.method`` when ``name`` is a local or parameter (a method
+        call on a value: ``lengths.tolist()``)."""
+        key = (func.start, func.end)  # the same text: the same answer, within one function
+        local = self._locals.get(key)
+        if local is None:
+            local = self._locals[key] = self._is_local_receiver(func)
+        return func.value if local else None
+
+    def _is_local_receiver(self, func: Attr) -> bool:
+        text = dotted(func)
+        if text is None:
+            return True  # `(receiver).method`
+        root = text.partition(".")[0]
+        sem = self.sem
+        if root in ("torch", sem.ops_root, sem.root, sem.constants_object) or text in sem.intrinsics:
+            return False
+        return root in self.facts.params or root in self.facts.defs
+
+    def controls(self, name: str) -> list[tuple[Scope, tuple[Scope, ...]]]:
+        """The ifs and loops around the definitions of ``name`` (each with the scopes of a
+        definition it encloses), once per distinct pair."""
+        found = self._control_scopes.get(name)
+        if found is None:
+            seen: dict = {}
+            for d in self.facts.defs[name]:
+                for scope in d.scopes:
+                    if scope.kind in ("if", "for", "while"):
+                        seen.setdefault((scope, d.scopes), None)
+            found = self._control_scopes[name] = list(seen)
+        return found
+
+    def defs_before(self, name: str, at: int, scopes: tuple[Scope, ...]) -> Optional[tuple[Definition, ...]]:
+        """The definitions of ``name`` that can run before its use at offset ``at``, when a
+        mutation cannot (it comes after the use in the text, and no loop encloses both):
+        None when every definition can."""
+        defs = self.facts.defs[name]
+        kept = tuple(d for d in defs if d.kind != "mutate" or d.start < at or any(
+            scope.kind in ("for", "while") and scope in scopes for scope in d.scopes))
+        return None if len(kept) == len(defs) else kept
+
+
+def _joined(base: Optional[str], attr: str) -> Optional[str]:
+    """``base.attr``, or None when there is no base or the path would pass ``_MAX_PATH``
+    (a chain of 32,000 ``a_i = a_{i-1}.b`` is no module path; kept, it would be 1 GB)."""
+    if not base or len(base) + len(attr) >= _MAX_PATH:
+        return None
+    return f"{base}.{attr}"
+
+
+def _position(text: str, ref: str) -> int:
+    at = text.find(ref)
+    return at if at != -1 else len(text)
+
+
+def dotted(node: Optional[Expr]) -> Optional[str]:
+    """``torch.nn.functional.relu`` for a chain of names, else None."""
+    parts = []
+    while isinstance(node, Attr):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, Name):
+        return None
+    if node.end - node.start != len(node.id):  # parenthesised: `(x).f` is a method call
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def unquote(literal: str) -> str:
+    """The value of a printed string literal (C escapes, as the printer writes them)."""
+    body = literal[1:-1]
+    if "\\" not in body:
+        return body
+    out = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567":
+                j = i + 1
+                while j < len(body) and j < i + 4 and body[j] in "01234567":
+                    j += 1
+                out.append(chr(int(body[i + 1:j], 8)))
+                i = j
+                continue
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)

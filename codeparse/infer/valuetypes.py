@@ -1,0 +1,267 @@
+"""Value types: the TorchScript type of each name and expression of one function.
+
+Takes a function's :class:`~codeparse.infer.names.Names` (definitions, paths from
+``self``, declared attributes, callee targets) and a lookup of the callees whose bodies
+are available (their return annotations).  Gives the type of an expression when the text
+decides it, else None: a literal's type, a declared attribute's, an element of a typed
+container (``List[T]``, ``Dict[K, V]``, a tuple at a literal index), an operator's result
+by its schema (``grammars/operators.json.gz``, :mod:`~codeparse.infer.types`), a cast's,
+a callee's return annotation; a name's type is its definitions' types when they agree (a
+parameter's is declared, a ``for`` over ``range`` gives ``int``).  Also which operands are
+Tensors, which method calls are Tensor methods (``lengths.tolist()`` is ``aten::tolist``)
+and which simple operand a source stands for (a parameter or a path from ``self``).
+
+How: each name is typed once (memoized, with a cycle guard); a chain of names deeper than
+``_MAX_TYPE_NESTING`` is typed from where it stopped first and then again from the top
+(the way :func:`~codeparse.infer.memo.drive` resumes visits); a name met again while it
+is being resumed lies on a cycle that long and stays untyped.  Before an operand is asked
+whether it is a Tensor, the names it depends on are typed first to last in the text (an
+iterative walk), so a chain of thousands of temporaries is typed one link at a time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+from ..parse.expressions import Attr, CallExpr, Const, Expr, Index, Name
+from .names import MAX_RESOLVE_DEPTH, Names
+from .types import element_type, literal_type, operator_return_type
+
+if TYPE_CHECKING:
+    from .callees import Callee
+
+_MAX_TYPE_DEPTH = 200  # nested operands typed before a type is given up
+_MAX_TYPE_NESTING = 120  # names being typed at once before a chain is typed from where it stopped
+_type_nesting = [0]  # names being typed (ValueTypes._name_type), all functions together
+
+
+class _TypesTooDeep(Exception):
+    """Typing a chain of names went too deep: type ``name`` first (ValueTypes.name_type)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+class ValueTypes:
+    """The types of one function's names and expressions, memoized."""
+
+    def __init__(self, names: Names):
+        self.text = names.text
+        self.facts = names.facts
+        self.sem = names.sem
+        self.tree = names.tree
+        self.value_of = names.value_of
+        self.single_def = names.single_def
+        self.name_path = names.name_path
+        self.expr_path = names.expr_path
+        self.declared = names.declared
+        self.callee_target = names.callee_target
+        self.local_receiver = names.local_receiver
+        self._names = names.names
+        # The callee of a call whose body is available (set by the inference that holds
+        # both: the callees part reads types in turn).
+        self.callee_of: Callable[[CallExpr], Optional[Callee]] = lambda node: None
+        self._types: dict[str, Optional[str]] = {}
+        self._typed: set[str] = set()
+        self._tensors: dict[tuple[int, int], bool] = {}  # expression span -> is it a Tensor
+
+    def expr_type(self, node: Expr, depth: int = 0) -> Optional[str]:
+        """The TorchScript type of an expression, when declarations, casts, element types,
+        operator schemas or return annotations decide it; else None."""
+        if depth > _MAX_TYPE_DEPTH:
+            return None
+        sem = self.sem
+        lit = literal_type(node, sem)
+        if lit is not None:
+            return lit
+        if isinstance(node, Name):
+            return self._name_type(node.id) if _type_nesting[0] else self.name_type(node.id)
+        if isinstance(node, Attr):
+            path = self.expr_path(node)
+            if path:
+                return self.declared(path)[1]
+            root = node
+            while isinstance(root, Attr):
+                root = root.value
+            if isinstance(root, Name) and root.id == sem.constants_object:
+                return "Tensor"
+            return None
+        if isinstance(node, Index):
+            base = self.expr_type(node.value, depth + 1)
+            index = None
+            if len(node.items) == 1 and isinstance(node.items[0], Const) and node.items[0].kind == "number":
+                try:
+                    index = int(node.items[0].text)
+                except ValueError:
+                    index = None
+            return element_type(base, index)
+        if isinstance(node, CallExpr):
+            path = self.expr_path(node)
+            if path:
+                return self.declared(path)[1]
+            func = node.func
+            kind, target = self.callee_target(func)
+            if kind == "intrinsic":
+                if target in sem.value_intrinsics and len(node.args) == 2:
+                    return self.text[node.args[0].start:node.args[0].end]
+                return None
+            if kind == "operator" and target:
+                name = target.rpartition(":")[2]
+                if name in sem.conversions or name == "len":
+                    return {"Bool": "bool", "Int": "int", "Float": "float", "Complex": "complex"}.get(name, "int")
+                return operator_return_type(target, [self.expr_type(a, depth + 1) for a in node.args])
+            callee = self.callee_of(node)
+            if callee is not None:
+                return callee.returns
+            method = self.method_operator(node)
+            if method is not None:
+                args = [node.func.value, *node.args]
+                return operator_return_type(method, [self.expr_type(a, depth + 1) for a in args])
+        return None
+
+    def name_type(self, name: str) -> Optional[str]:
+        """The type of a name: its definitions' types when they agree.  A chain of names
+        deeper than ``_MAX_TYPE_NESTING`` is typed from where it stopped first (the way
+        drive resumes conditions); a name met again while it is being resumed lies on a
+        cycle that long and stays untyped."""
+        facts = self.facts
+        if name in facts.params:
+            return facts.params[name]
+        if name in self._types:
+            return self._types[name]
+        if _type_nesting[0]:
+            return self._name_type(name)
+        todo, pending = [name], set()
+        while True:
+            try:
+                typ = self._name_type(todo[-1])
+            except _TypesTooDeep as stop:
+                if stop.name in pending:
+                    self._types[stop.name] = None
+                else:
+                    pending.add(stop.name)
+                    todo.append(stop.name)
+                continue
+            todo.pop()
+            if not todo:
+                return typ
+
+    def _name_type(self, name: str) -> Optional[str]:
+        facts = self.facts
+        if name in facts.params:
+            return facts.params[name]
+        if name in self._types:
+            return self._types[name]
+        if _type_nesting[0] > _MAX_TYPE_NESTING:
+            raise _TypesTooDeep(name)
+        self._types[name] = None  # cycle guard
+        _type_nesting[0] += 1
+        try:
+            found: set = set()
+            for d in facts.defs.get(name, ()):
+                if d.kind == "mutate":
+                    continue
+                if d.annotation:
+                    found.add(d.annotation)
+                    continue
+                value = self.value_of(d)
+                if value is None:
+                    found.add(None)
+                elif d.kind == "for":
+                    found.add("int" if self._is_range(value) else element_type(self.expr_type(value, 1)))
+                else:
+                    found.add(self.expr_type(value, 1))
+        except _TypesTooDeep:
+            del self._types[name]  # not typed yet: typed again when the chain beneath is
+            raise
+        finally:
+            _type_nesting[0] -= 1
+        typ = found.pop() if len(found) == 1 else None
+        self._types[name] = typ
+        return typ
+
+    def _warm_types(self, node: Expr) -> None:
+        """Type the names ``node`` depends on first to last in the text (an iterative walk),
+        so that a chain of thousands of temporaries is typed one link at a time."""
+        defs = self.facts.defs
+        todo = [n.id for n in self._names(node)]
+        found: list[tuple[int, str]] = []
+        while todo:
+            name = todo.pop()
+            if name in self._types or name in self._typed or name not in defs:
+                continue
+            self._typed.add(name)
+            first = None
+            for d in defs[name]:
+                if d.value is None or d.kind == "mutate":
+                    continue
+                first = d.start if first is None else min(first, d.start)
+                if not d.annotation:
+                    todo.extend(n.id for n in self._names(self.tree(d.value)))
+            if first is not None:
+                found.append((first, name))
+        for _, name in sorted(found):
+            self.name_type(name)
+
+    def _is_range(self, node: Expr) -> bool:
+        return isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "range"
+
+    def is_tensor(self, node: Expr) -> bool:
+        key = (node.start, node.end)  # the same text: the same answer, within one function
+        found = self._tensors.get(key)
+        if found is None:
+            self._warm_types(node)
+            typ = self.expr_type(node)
+            found = self._tensors[key] = typ is not None and typ in self.sem.tensor_types
+        return found
+
+    def method_operator(self, node: CallExpr) -> Optional[str]:
+        """``lengths.tolist()`` on a Tensor local: the operator ``aten::tolist``."""
+        func = node.func
+        if not isinstance(func, Attr) or self.local_receiver(func) is None:
+            return None
+        if not self.is_tensor(func.value):
+            return None
+        return f"aten::{func.attr}"
+
+    def listed(self, node: Expr) -> bool:
+        """``node`` is ``t.tolist()`` (through locals and ``annotate``)."""
+        for _ in range(MAX_RESOLVE_DEPTH):
+            if isinstance(node, Name):
+                d = self.single_def(node.id)
+                node = self.value_of(d) if d is not None else None
+                if node is None:
+                    return False
+                continue
+            if not isinstance(node, CallExpr):
+                return False
+            kind, target = self.callee_target(node.func)
+            if kind == "intrinsic" and target in self.sem.value_intrinsics and node.args:
+                node = node.args[-1]
+                continue
+            op = self.method_operator(node) or (target if kind == "operator" else None)
+            return bool(op) and op.rpartition(":")[2] == "tolist"
+        return False
+
+    def ref_type(self, node: Expr, depth: int = 0) -> tuple[Optional[str], Optional[str]]:
+        """The source a simple operand stands for (param name or self path) and its type."""
+        if depth > MAX_RESOLVE_DEPTH:  # `y = y` in broken text
+            return None, None
+        facts = self.facts
+        if isinstance(node, Name):
+            if node.id in facts.params and node.id != facts.self_name:
+                return node.id, facts.params[node.id]
+            path = self.name_path(node.id)
+            if path and path != facts.self_name:
+                return path, self.declared(path)[1]
+            d = self.single_def(node.id)
+            if d is not None:
+                value = self.value_of(d)
+                if isinstance(value, (Name, Attr)):
+                    return self.ref_type(value, depth + 1)
+            return None, None
+        path = self.expr_path(node)
+        if path and path != facts.self_name:
+            return path, self.declared(path)[1]
+        return None, None
