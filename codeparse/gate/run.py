@@ -78,6 +78,9 @@ __all__ = ["check_input", "check"]
 
 
 def input_kind(path: str, data: Optional[bytes], policy: Policy, keep: bool = False):
+    """What an input is by its bytes (:class:`codeparse.files.filekind.FileKind`; with
+    ``keep``, an archive's zip stays open for the reading that follows), or None when it
+    cannot be read (the readers say why)."""
     from ..files.filekind import recognize, recognize_bytes
 
     try:
@@ -159,26 +162,48 @@ def _checked(path: str, policy: Limits, problem: Optional[str], data: Optional[b
             opened[0].close()
 
 
-def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cache: Any,
-                opened: Optional[tuple]) -> Checked:
-    from ..contract.errors import InputError
+def input_way(path: str, kind: Any, data: Optional[bytes] = None) -> str:
+    """How an input is read, from what :func:`input_kind` found: ``"scan"`` (a model file
+    other than a TorchScript archive: its pickles scanned), ``"archive"`` (a TorchScript
+    archive, or a file named like one that is not recognised: the archive reader says
+    why) or ``"code"`` (code text).  ``check`` and ``codeparse report`` both ask here."""
     from ..files.zipread import is_archive_path
 
     if kind is not None and kind.kind not in ("torchscript", "other"):
+        return "scan"
+    if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
+        return "archive"
+    return "code"
+
+
+def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cache: Any,
+                opened: Optional[tuple]) -> Checked:
+    from ..contract.errors import InputError
+
+    way = input_way(path, kind, data)
+    if way == "scan":
         from ..pickles.scan import scan_input
 
         return scan_input(path, kind, policy, data)
-    if (kind is not None and kind.kind == "torchscript") or (data is None and is_archive_path(path)):
+    if way == "archive":
         try:
             return _check_archive(path, policy, cache, data, opened)
         except InputError as exc:
             finding = getattr(exc, "finding", None) or diagnostic(exc.code, path, None, reason=exc.message)
             return Checked("archive", False, [plain_finding(finding)])
-    return _check_code(path, policy, data)
+    return _code_read(path, policy, data)[0]
 
 
-def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> Checked:
-    """One code text (a ``.code`` file, standard input)."""
+def code_data(path: str, policy: Limits, data: Optional[bytes] = None) -> tuple[dict, Optional[dict]]:
+    """The report of one code text, as plain data, and the parsed file (plain data; None
+    when it could not be read, and the report says why): the one reading of a code text
+    that ``check`` and ``codeparse report`` share."""
+    checked, code_file = _code_read(path, policy, data)
+    return reported(path, checked, policy), code_file
+
+
+def _code_read(path: str, policy: Limits, data: Optional[bytes]) -> tuple[Checked, Optional[dict]]:
+    """One code text (a ``.code`` file, standard input) checked, and its parse."""
     from ..contract.errors import InputError
     from ..text.reader import parse_bytes, parse_file
 
@@ -194,13 +219,8 @@ def _check_code(path: str, policy: Limits, data: Optional[bytes]) -> Checked:
             finding = diagnostic("CP344", path, None, size=f"more than {policy.max_entry_bytes}",
                                  limit=policy.max_entry_bytes)
         found = plain_finding(finding) if finding else _whole(exc.code, path, reason=exc.message)
-        return Checked("code", False, [found])
-    return _code_checked(path, policy, code_file)
-
-
-def code_report(path: str, policy: Limits, code_file: dict) -> dict:
-    """The input report of one code text parsed (plain data; also used by ``codeparse report``)."""
-    return reported(path, _code_checked(path, policy, code_file), policy)
+        return Checked("code", False, [found]), None
+    return _code_checked(path, policy, code_file), code_file
 
 
 def _code_checked(path: str, policy: Limits, code_file: dict) -> Checked:

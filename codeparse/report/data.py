@@ -13,7 +13,9 @@ The data comes from the same functions ``check`` and ``diff`` use, as the plain 
 reading of an open archive that ``check`` does too (its report, and the resolved program:
 classes, the module tree, what ``forward`` reaches), after every ``.debug_pkl`` is read
 for each line's original source line; a code text is reported by
-:func:`codeparse.gate.run.code_report`, any other input by
+:func:`codeparse.gate.run.code_data`, the one reading of a code text ``check`` does too;
+every input is told apart by :func:`codeparse.gate.run.input_way`, as ``check`` tells it
+apart, and any other input is reported by
 :func:`codeparse.gate.run.input_data`; a pair by :func:`codeparse.trace.compare.diff`.  The reader also hands over the code text the
 spans index into and each entry's debug info, from which the original line's text is
 taken (``.debug_pkl`` stores the source of every function it maps).
@@ -541,13 +543,13 @@ def _findings_only(view: InputView, report: dict) -> InputView:
 
 def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Optional[str] = None) -> InputView:
     """Everything shown about one input; never raises for bad input.  Inputs are told
-    apart as ``check`` tells them (by their bytes): TorchScript archives and code text
-    are shown in full, other model files by what ``check`` finds in them.  ``policy``: a
-    :class:`~codeparse.contract.check.Policy` or :class:`~codeparse.contract.records.Limits`."""
+    apart as ``check`` tells them (:func:`codeparse.gate.run.input_way`, by their bytes):
+    TorchScript archives and code text are shown in full, other model files by what
+    ``check`` finds in them.  ``policy``: a :class:`~codeparse.contract.check.Policy` or
+    :class:`~codeparse.contract.records.Limits`."""
     from ..contract.errors import InputError
-    from ..files.zipread import is_archive_path
-    from ..gate.run import input_kind, input_data
     from ..contract.records import limits_of
+    from ..gate.run import input_data, input_kind, input_way
 
     policy = limits_of(policy)
     view = InputView(id=input_id, path=path, kind="archive", readable=True)
@@ -555,11 +557,12 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
         return _findings_only(view, input_data(path, policy, problem))
     kind = input_kind(path, None, policy, keep=True)
     zipped = kind.opened if kind is not None else None
+    way = input_way(path, kind)
+    read = None
     try:
-        if kind is not None and kind.kind not in ("torchscript", "other"):
+        if way == "scan":
             return _findings_only(view, input_data(path, policy))
-        read = None
-        if (kind is not None and kind.kind == "torchscript") or is_archive_path(path):
+        if way == "archive":
             try:
                 read = _read_archive(path, policy, zipped)
             except InputError:
@@ -584,10 +587,9 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
             ("functions reachable from forward", f"{len(analysis.reachable)} of {len(analysis.prog.functions)}"),
         ]
     else:
-        code = _read_code(path, policy)
-        if code is None:
-            return _findings_only(view, input_data(path, policy))
-        report, cf, text = code
+        report, cf, text = _read_code(path, policy)
+        if cf is None:
+            return _findings_only(view, report)
         view.kind = "code"
         files, texts, origins, line_text = [cf], {path: text}, {}, None
         view.summary = [("input", "code text"), ("grammar", cf["grammar"])]
@@ -632,20 +634,22 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
     return view
 
 
-def _read_code(path: str, policy: Any) -> Optional[tuple[dict, dict, str]]:
-    """A code text file: ``check``'s input report, the parsed file (plain data) and its
-    text, from one parse; None when it cannot be read (``check`` then says why)."""
-    from ..contract.errors import InputError
-    from ..text.reader import decode_text, parse_file
-    from ..gate.run import code_report
+def _read_code(path: str, policy: Any) -> tuple[dict, Optional[dict], str]:
+    """A code text file read as ``check`` reads it (:func:`codeparse.gate.run.code_data`):
+    its input report, the parsed file (plain data; None when it cannot be read, and the
+    report says why) and its text."""
+    from ..gate.run import code_data, input_data
+    from ..text.reader import decode_text
 
+    report, code_file = code_data(path, policy)
+    if code_file is None:
+        return report, None, ""
     try:
-        code_file = parse_file(path, max_bytes=policy.max_entry_bytes, as_dict=True)
         with open(path, "rb") as handle:
             text = decode_text(handle.read())
-    except (InputError, OSError):
-        return None
-    return code_report(path, policy, code_file), code_file, text
+    except OSError:  # gone since it was parsed: what check says of it now
+        return input_data(path, policy), None, ""
+    return report, code_file, text
 
 
 # ----------------------------------------------------------------------------- pairs
