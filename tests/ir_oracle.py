@@ -6,8 +6,8 @@ code text: how many ``if`` statements a method has and what each condition depen
 what.  ``tests/test_oracle.py`` compares the two.  This module must never import
 ``codeparse``: its answers come from torch only.
 
-Condition provenance (the rules of README "What a condition depends on")
------------------------------------------------------------------------
+Condition provenance (the rules of docs/how-it-works.md, "What a condition depends on")
+---------------------------------------------------------------------------------------
 The marking and runtime tables are ``grammars/semantics.toml`` ``[conditions]``, read here as
 data (the parser reads the same table).  Starting from the ``prim::If`` condition value we
 walk back through producers:
