@@ -54,7 +54,7 @@ def test_verdicts_hold_against_the_record(reports):
     assert blocked_where_exports == KNOWN_BLOCKED_WHERE_TORCH_EXPORTS
     assert missed == KNOWN_MISSED
     failed = sum(1 for c in CASES if not RECORD["cases"][c]["ok"])
-    assert (len(CASES), failed, predicted) == (31, 17, 17)
+    assert (len(CASES), failed, predicted) == (36, 19, 19)
 
 
 def _verdict(item):
@@ -122,6 +122,34 @@ def test_data_dependence_crosses_calls(reports):
 def test_types_decide_conversions(reports):
     for case in ("sqrt_shape", "literal_tensor", "optional_targets", "list_len", "shape_argument"):
         assert RECORD["cases"][case]["ok"] and _blocking(reports[case]) == [], case
+
+
+def test_lists_replaced_in_loops_optional_targets_and_numbers_made_of_sizes(reports):
+    """torchvision's patterns in small.  A loop that replaces the elements of a List[Tensor]
+    (`images[i] = image`) with what a method made from a number read out of a tensor of
+    sizes: `len(images)` stays the list's length and `targets is not None` an argument
+    condition (torch exports); the value branch on a given target is conditional, and is
+    where torch fails when targets are given.  A number read from a tensor built from a
+    size holds no data; a branch under `torch.jit.is_tracing()` never runs under export."""
+    for case in ("replace_in_loop", "replace_in_loop_targets"):
+        item = reports[case]
+        assert item.export.verdict == "exports_with_specializations", case
+        (f,) = _blocking(item)
+        assert (f.code, f.severity, f.origin.line) == ("CP401", "warning", 296), case
+        (w,) = item.export.blocked_when
+        assert (w.guard.kind, w.guard.line, w.guard.condition) == ("argument", 294, "torch.__isnot__(targets0, None)")
+        loops = {f.origin.line: f.code for f in item.findings if f.args.get("what") == "loop"}
+        assert loops[279] == "CP404" and loops[299] == "CP404", case  # range(len(images))
+    assert RECORD["cases"]["replace_in_loop"]["ok"]
+    assert RECORD["cases"]["replace_in_loop_targets"]["frame"]["line"] == 296
+    for case in ("size_scale", "tracing_only"):
+        assert RECORD["cases"][case]["ok"] and _blocking(reports[case]) == [], case
+    (decided,) = reports["tracing_only"].findings
+    assert decided.code == "CP404" and decided.args["decided"] == "torch.jit._trace.is_tracing() is False under torch.export"
+    assert "torch.export takes the else branch" in decided.message
+    # Zeros written into from the input hold data: `float(t.sum())` is where torch fails.
+    (f,) = _blocking(reports["written_into"])
+    assert (f.code, f.severity, f.origin.line) == ("CP405", "error", RECORD["cases"]["written_into"]["frame"]["line"])
 
 
 def test_a_model_around_nn_lstm(reports):

@@ -46,18 +46,25 @@ def test_every_first_failure_site_carries_a_blocking_finding(reports):
 
 def test_blocking_findings_near_draft_export_failures(reports):
     """Where draft_export listed every failure: how many blocking findings sit within two
-    lines of one (the figure the export guide quotes)."""
-    near = total = 0
+    lines of one (the figures the export guide quotes).  ``draft_export`` ran one example
+    (an image, no targets, the eval model), so it lists the failures of that call; a
+    conditional finding (a warning: "export fails only for calls that take that branch",
+    such as the degenerate-box check under ``if targets is not None``) is a claim about other
+    calls, counted apart from those the verdict rests on (errors)."""
+    near = total = near_certain = certain = 0
     for case in CASES:
         draft = RECORD["cases"][case]["draft"]
         if not draft["complete"]:
             continue
         sites = {(f["frame"]["path"], f["frame"]["line"]) for f in draft["failures"] if f["frame"]}
         for f in blocking(reports[case]):
+            hit = any(p == sp and abs(n - sn) <= 2 for p, n in lines(f) for sp, sn in sites)
             total += 1
-            if any(p == sp and abs(n - sn) <= 2 for p, n in lines(f) for sp, sn in sites):
-                near += 1
-    assert (near, total) == FIGURES
+            near += hit
+            if f.severity == "error":
+                certain += 1
+                near_certain += hit
+    assert {"all": (near, total), "certain": (near_certain, certain)} == FIGURES
 
 
-FIGURES = (16, 154)
+FIGURES = {"all": (16, 39), "certain": (16, 21)}

@@ -123,6 +123,14 @@ class _Plain:
         """Where callers pass a data-dependent tensor (:meth:`~codeparse.pathguards.PathGuards.data_dependent_argument`)."""
         return []
 
+    def condition(self, path: str, fn: dict, block: dict) -> dict:
+        """The condition as export sees it (:meth:`~codeparse.pathguards.PathGuards.condition`)."""
+        return block["condition"]
+
+    def conversion_holds_no_data(self, qualified: str, span: dict) -> bool:
+        """(:meth:`~codeparse.pathguards.PathGuards.conversion_holds_no_data`)"""
+        return False
+
 
 _PLAIN = _Plain()
 
@@ -163,9 +171,9 @@ def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN)
     name = fn["qualified_name"]
     for what, blocks in (("branch", fn["ifs"]), ("loop", fn["loops"])):
         for block in blocks:
-            cond = block["condition"]
-            if cond is None:  # a loop with no test
+            if block["condition"] is None:  # a loop with no test
                 continue
+            cond = paths.condition(path, fn, block)
             span = block["span"]
             covered.append((span["start"], span["end"]))
             covered.extend((s["start"], s["end"]) for s in cond["related"])
@@ -182,17 +190,19 @@ def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN)
                     f = _finding("CP402", path, span, f["origin"] and (f["origin"]["path"], f["origin"]["line"]),
                                  list(passed), producers="passed by its caller, made at " + ", ".join(made[:3]),
                                  condition=f["args"]["condition"], function=name, kind=cond["kind"], what=what)
-            taken = paths.decide(path, fn, block) if what == "branch" and cond["kind"] == "attribute" else None
+            taken = (paths.decide(path, fn, block)
+                     if what == "branch" and cond["kind"] in ("attribute", "runtime") else None)
             if taken is not None:  # the saved values fix the branch: nothing for export to choose
                 f["args"]["decided"] = taken[1]
-                f["message"] += f"; the saved module takes the {taken[0]} branch: {taken[1]}"
+                who = "torch.export" if cond["kind"] == "runtime" else "the saved module"
+                f["message"] += f"; {who} takes the {taken[0]} branch: {taken[1]}"
             out.append(_at_user_line(_guarded(f, guards, paths), name, paths))
     for conv in fn["scalar_conversions"]:
         start = conv["start"]
         if any(a <= start < b for a, b in covered):
             continue
         guards = paths.of(name, start)
-        if guards is None:
+        if guards is None or paths.conversion_holds_no_data(name, conv):
             continue
         origin = locate(path, start, conv["line"])
         text = excerpt(_conversion_text(fn, start))
@@ -322,7 +332,8 @@ def archive_export_data(files: list[dict], reachable: Iterable[str], locate: Loc
         from .saved import decider
 
         paths = PathGuards(functions_of(files, live), analysis.sites, analysis.entry_points,
-                           text or (lambda path: None), locate, condition_excerpt, decider(saved), callee)
+                           text or (lambda path: None), locate, condition_excerpt,
+                           decider(saved, export_runtime=True), callee)
     findings = [f for cf in files for f in _file_findings(cf, live, locate, paths)]
     return findings, verdict_data(findings, traced)
 

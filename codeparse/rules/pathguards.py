@@ -76,11 +76,13 @@ class PathGuards:
         self._excerpt = excerpt
         self._decide = decide
         self._chains: Optional[dict[str, list[dict]]] = None
+        self._never: set[str] = set()  # reached only through calls the saved state never makes
         self._via: dict[str, tuple[str, int]] = {}  # callee -> the call site of its best path
         self._guards: dict[tuple[int, str], dict] = {}
         self._callee = callee
         self._callers: Optional[dict[str, list[tuple[str, int]]]] = None
         self._passed: dict[tuple[str, tuple[str, ...]], list[tuple[str, int]]] = {}
+        self._refined: dict[int, dict] = {}  # id(if or loop) -> its condition as export sees it
 
     # -- one function --------------------------------------------------------
     def local(self, qualified: str, offset: int) -> list[dict]:
@@ -126,9 +128,9 @@ class PathGuards:
         guard = self._guards.get(key)
         if guard is not None:
             return guard
-        cond = if_["condition"]
+        cond = self.condition(path, fn, if_)
         guard = {"kind": cond["kind"], "branch": branch, "decided": None, "at": (path, if_)}
-        if self._decide is not None and cond["kind"] in ("attribute", "constant"):
+        if self._decide is not None and cond["kind"] in ("attribute", "constant", "runtime"):
             taken = self._decide(path, fn, if_)
             if taken is not None:
                 side, why = taken
@@ -138,6 +140,89 @@ class PathGuards:
                     guard["dead"] = why
         self._guards[key] = guard
         return guard
+
+    def condition(self, path: str, fn: dict, block: dict) -> dict:
+        """The condition of an ``if`` or loop as export sees it: a ``tensor_value``
+        condition whose value no tensor's value reaches (read by
+        :class:`codeparse.infer.datadep.ValueKinds`: ``len()`` of a list whose elements are
+        replaced, a none-check on an ``Optional`` argument, a key of a dict) takes the kind
+        it rests on (with the producers of a data-dependent size it reads); else as inferred."""
+        cond = block["condition"]
+        if cond is None or self._callee is None:
+            return cond
+        if cond["kind"] != "tensor_value" and not (cond["kind"] == "tensor_shape" and cond["data_dependent_shape"]):
+            return cond
+        key = id(block)
+        found = self._refined.get(key)
+        if found is None:
+            found = self._refined[key] = self._refine(path, fn, block, cond)
+        return found
+
+    def _refine(self, path: str, fn: dict, block: dict, cond: dict) -> dict:
+        from ..infer.datadep import FunctionDataDependence, ValueKinds
+
+        callee = self._callee(fn["qualified_name"])
+        if callee is None:
+            return cond
+        inf = callee.inference
+        span = block["span"]
+        start = inf.text.find(cond["text"], span["start"], span["end"] + len(cond["text"]))
+        if start < 0:
+            return cond
+        dd = FunctionDataDependence(inf)
+        reader = ValueKinds(dd)
+        kinds = reader.condition(inf.tree((start, start + len(cond["text"]))))
+        if kinds is None:
+            return cond
+        kind = ValueKinds.kind(kinds)
+        related: list[dict] = []
+        dependent = False
+        if kind == "tensor_shape":
+            for node in reader.shapes:
+                made = dd.tensor(node, 0)
+                if made is not None:
+                    dependent = True
+                    for a, b in sorted(made, key=repr):
+                        if isinstance(a, int) and not start <= a < start + len(cond["text"]):
+                            related.append({"start": a, "end": b, "line": inf.text.count("\n", 0, a) + 1})
+        params = {p["name"] for p in fn["signature"]["params"][1:]}
+        sources = []
+        for s in cond["sources"]:
+            ref = s["ref"]
+            natural = ("runtime" if s["kind"] == "runtime" else
+                       "attribute" if ref == "self" or ref.startswith("self.") else
+                       "argument" if ref in params else kind)
+            sources.append(dict(s, kind=natural))
+        order = ("tensor_shape", "argument", "attribute", "runtime", "constant")
+        sources.sort(key=lambda s: order.index(s["kind"]) if s["kind"] in order else len(order))
+        if kind == cond["kind"] and dependent == cond["data_dependent_shape"]:
+            return cond  # the same answer: inference's own related lines stand
+        return dict(cond, kind=kind, sources=sources, data_dependent_shape=dependent, related=related)
+
+    def conversion_holds_no_data(self, qualified: str, span: dict) -> bool:
+        """``int(t)``/``float(t)`` (or of a number ``item()`` read) of a tensor built from
+        numbers that hold no data (sizes, arguments, attributes, literals): export folds it."""
+        from ..infer.datadep import FunctionDataDependence, ValueKinds
+        from ..parse.expressions import CallExpr
+
+        if self._callee is None:
+            return False
+        callee = self._callee(qualified)
+        if callee is None:
+            return False
+        inf = callee.inference
+        node = inf.tree((span["start"], span["end"]))
+        if not isinstance(node, CallExpr) or len(node.args) != 1 or node.keywords:
+            return False
+        dd = FunctionDataDependence(inf)
+        kind, name = dd._op(node)
+        if kind != "operator" or name not in dd.table.conversions:
+            return False
+        reader = ValueKinds(dd)
+        arg = node.args[0]
+        typ = inf.expr_type(arg)
+        kinds = reader.tensor_holds_no_data(arg) if typ in inf.sem.tensor_types else reader.condition(arg)
+        return kinds is not None and not reader.shapes_data_dependent()
 
     def public(self, guards: list[dict]) -> list[dict]:
         """Guards as a finding carries them (the keys of ``Guard``), located on first use."""
@@ -161,6 +246,7 @@ class PathGuards:
         if self._chains is not None:
             return self._chains
         best: dict[str, list[dict]] = {e: [] for e in self.entries}
+        dead: list[str] = []  # called only where the saved state never goes, so far
         for q in self._overloads:
             # The overload for a tensor input is the ordinary call; the others (a
             # PackedSequence, ...) run only for calls that pass such an argument.
@@ -176,12 +262,19 @@ class PathGuards:
                     continue
                 chain = (here + self.local(caller, offset))[-_MAX_GUARDS:]
                 if any(g.get("dead") for g in chain):
-                    continue  # a call the saved state never makes
+                    dead.append(callee)  # a call the saved state never makes
+                    continue
                 old = best.get(callee)
                 if old is None or (conditional(old) and not conditional(chain)):
                     best[callee] = chain
                     self._via[callee] = (caller, offset)
                     queue.append(callee)
+        # What only such calls reach (and what it calls in turn) never runs for the saved module.
+        while dead:
+            q = dead.pop()
+            if q not in best and q not in self._never:
+                self._never.add(q)
+                dead.extend(c for c, _ in self.sites.get(q, ()) if c in self.functions)
         self._chains = best
         return best
 
@@ -220,7 +313,8 @@ class PathGuards:
         path, fn = self.functions[qualified]
         if "/__torch__/torch/" in path:
             return []
-        params = [p["name"] for p in fn["signature"]["params"]]
+        # Tensors only: `len(boxes)` of a `List[Tensor]` is the list's length, whatever the caller passes.
+        params = [p["name"] for p in fn["signature"]["params"] if p["annotation"] in ("Tensor", "Optional[Tensor]")]
         names = _sizes_read(cond["resolved"] or cond["text"],
                             {s["ref"] for s in cond["sources"] if s["kind"] == "tensor_shape" and s["ref"] in params})
         out: list[tuple[str, int]] = []
@@ -308,6 +402,8 @@ class PathGuards:
         """The guards of a position, through calls; None when the saved state never runs it."""
         chain = self.chains().get(qualified)
         if chain is None:
+            if qualified in self._never:
+                return None
             chain = []
         guards = chain + self.local(qualified, offset)
         if any(g.get("dead") for g in guards):

@@ -46,11 +46,12 @@ def value_text(value: Any) -> str:
 
 
 def branch_taken(node: Any, text: str, owner: Optional[str], saved: Optional[SavedValues],
-                 used: list[str]) -> Optional[bool]:
+                 used: list[str], export_runtime: bool = False) -> Optional[bool]:
     """The truth of a condition (an expression tree of ``text``) with the saved values of
     ``owner``'s attributes, or None when something in it is not known.  ``used`` receives
-    ``self.attr = value`` for each saved value read."""
-    value = _evaluate(node, text, owner, saved, used, 0)
+    ``self.attr = value`` for each saved value read.  With ``export_runtime``, the runtime
+    predicates whose value torch.export knows (``_is_tracing()``: False) are read too."""
+    value = _evaluate(node, text, owner, saved, used, 0, export_runtime)
     if value is _UNKNOWN:
         return None
     if isinstance(value, (bool, int, float, str, tuple)) or value is None:
@@ -66,7 +67,7 @@ _COMPARE = {
 
 
 def _evaluate(node: Any, text: str, owner: Optional[str], saved: Optional[SavedValues], used: list[str],
-              depth: int) -> Any:
+              depth: int, export_runtime: bool = False) -> Any:
     from ..parse.expressions import Attr, CallExpr, Const, Name
 
     if depth > _MAX_DEPTH:
@@ -90,8 +91,16 @@ def _evaluate(node: Any, text: str, owner: Optional[str], saved: Optional[SavedV
         return _UNKNOWN
     if not isinstance(node, CallExpr):
         return _UNKNOWN
-    name = text[node.func.start:node.func.end].rsplit(".", 1)[-1]
-    args = [_evaluate(a, text, owner, saved, used, depth + 1) for a in node.args]
+    called = text[node.func.start:node.func.end]
+    if export_runtime and not node.args and not node.keywords:
+        known_value = _export_runtime_value(called)
+        if known_value is not _UNKNOWN:
+            shown = f"{called.removeprefix('__torch__.')}() is {known_value} under torch.export"
+            if shown not in used:
+                used.append(shown)
+            return known_value
+    name = called.rsplit(".", 1)[-1]
+    args = [_evaluate(a, text, owner, saved, used, depth + 1, export_runtime) for a in node.args]
     if node.keywords or any(a is _UNKNOWN for a in args):
         return _UNKNOWN
     try:
@@ -113,9 +122,22 @@ def _evaluate(node: Any, text: str, owner: Optional[str], saved: Optional[SavedV
     return _UNKNOWN
 
 
-def decider(saved: Optional[Callable[[], Any]]) -> Callable[[str, dict, dict], Optional[tuple[str, str]]]:
+def _export_runtime_value(called: str) -> Any:
+    """The value torch.export sees for a runtime predicate called by this printed name
+    (``[export] export_runtime_values``), or :data:`UNKNOWN`."""
+    from ..infer.datadep import export_table
+
+    values = export_table().runtime_values
+    root = "__torch__."
+    name = called[len(root):] if called.startswith(root) else called
+    return values.get(name, _UNKNOWN)
+
+
+def decider(saved: Optional[Callable[[], Any]],
+            export_runtime: bool = False) -> Callable[[str, dict, dict], Optional[tuple[str, str]]]:
     """``decide(path, function, if_)``: the side (``then``/``else``) an ``if`` on
-    attributes or literals takes with the saved values, and the values that decide it."""
+    attributes or literals takes with the saved values, and the values that decide it;
+    with ``export_runtime``, on the runtime predicates torch.export knows too."""
     from ..grammar.engine import load_grammar
     from ..parse.expressions import ExpressionReader
 
@@ -137,10 +159,14 @@ def decider(saved: Optional[Callable[[], Any]]) -> Callable[[str, dict, dict], O
             return None
         used: list[str] = []
         owner = fn["qualified_name"].rpartition(".")[0]
-        taken = branch_taken(node, text, owner, values() if cond["kind"] == "attribute" else None, used)
+        taken = branch_taken(node, text, owner, values() if cond["kind"] == "attribute" else None, used,
+                             export_runtime)
         if taken is None:
             return None
-        why = ", ".join(used) + " (saved in the archive)" if used else "a constant condition"
+        saved_used = [u for u in used if not u.endswith("under torch.export")]
+        runtime_used = [u for u in used if u.endswith("under torch.export")]
+        parts = ([", ".join(saved_used) + " (saved in the archive)"] if saved_used else []) + runtime_used
+        why = ", ".join(parts) if parts else "a constant condition"
         return ("then" if taken else "else"), why
 
     return decide
