@@ -178,6 +178,8 @@ def test_every_export_code_is_produced(reports, tmp_path):
     code = tmp_path / "u.code"
     code.write_text("def h(x: int) -> int:\n  if y:\n    return x\n  else:\n    return 1\n")
     produced |= {f.code for f in check([str(code)], EXPORT).inputs[0].findings}  # CP406
+    view = ROOT / "fixtures" / "export_paths" / "int_item_view.pt"
+    produced |= {f.code for f in check([str(view)], EXPORT).inputs[0].findings}  # CP407
     mine = {c for c in CODES if "CP401" <= c <= "CP419"}
     assert mine <= produced
 

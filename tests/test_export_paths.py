@@ -24,10 +24,8 @@ CASES = sorted(RECORD["cases"])
 EXPORT = policy_with(codeparse.Policy(), target="export")
 MODELS = "fixtures/export_paths_models.py"
 
-# Torch exports, codeparse says blocked: TorchScript prints `int(n)` where `n = i.item()`
-# meets an int parameter (`torch.zeros(n)`), a call Python never makes; the text cannot
-# tell it from a user's `int(t.item())`, which export rejects.
-KNOWN_BLOCKED_WHERE_TORCH_EXPORTS = {"int_item_size"}
+# Torch exports, codeparse says blocked.
+KNOWN_BLOCKED_WHERE_TORCH_EXPORTS: set[str] = set()
 # Real failures no blocking finding names at their line.
 KNOWN_MISSED: set[str] = set()
 
@@ -54,7 +52,7 @@ def test_verdicts_hold_against_the_record(reports):
     assert blocked_where_exports == KNOWN_BLOCKED_WHERE_TORCH_EXPORTS
     assert missed == KNOWN_MISSED
     failed = sum(1 for c in CASES if not RECORD["cases"][c]["ok"])
-    assert (len(CASES), failed, predicted) == (36, 19, 19)
+    assert (len(CASES), failed, predicted) == (37, 19, 19)
 
 
 def _verdict(item):
@@ -150,6 +148,36 @@ def test_lists_replaced_in_loops_optional_targets_and_numbers_made_of_sizes(repo
     # Zeros written into from the input hold data: `float(t.sum())` is where torch fails.
     (f,) = _blocking(reports["written_into"])
     assert (f.code, f.severity, f.origin.line) == ("CP405", "error", RECORD["cases"]["written_into"]["frame"]["line"])
+
+
+def test_a_number_item_read_meeting_an_int_parameter(reports, tmp_path):
+    """`n = i.item(); torch.zeros(n)` prints as `torch.zeros([int(n)])`, as a user's
+    `int(n)` would; the debug info tells them apart (a user's call was printed from the
+    range `int`, the inserted one from `torch.zeros`).  Inserted before a factory: no
+    finding (torch exports); before another operator (`x.view(n, -1)`): CP407, cannot_tell
+    (torch exports this one too); a user's `int(x.max().item())`: CP405, where torch fails.
+    Without the debug info the text cannot tell: CP407 for both."""
+    assert RECORD["cases"]["int_item_size"]["ok"] and RECORD["cases"]["int_item_view"]["ok"]
+    assert _verdict(reports["int_item_size"]) == "exports" and reports["int_item_size"].findings == []
+    (f,) = reports["int_item_view"].findings
+    assert (f.code, f.severity, _verdict(reports["int_item_view"])) == ("CP407", "warning", "cannot_tell")
+    assert "`view`" in f.message and f.origin.line == 337
+    assert not RECORD["cases"]["item_zeros"]["ok"]
+    assert [f.code for f in reports["item_zeros"].findings] == ["CP405"]
+    import zipfile
+
+    stripped = {}
+    for case in ("int_item_size", "item_zeros"):
+        stripped[case] = tmp_path / f"{case}.pt"
+        with zipfile.ZipFile(FOLDER / f"{case}.pt") as src, zipfile.ZipFile(stripped[case], "w") as dst:
+            for info in src.infolist():
+                if not info.filename.endswith(".debug_pkl"):
+                    dst.writestr(info, src.read(info))
+    report = codeparse.check([str(stripped["int_item_size"]), str(stripped["item_zeros"])], EXPORT)
+    (bare,) = report.inputs[0].findings
+    assert bare.code == "CP407" and "no debug info" in bare.message
+    assert report.inputs[0].export.verdict == "cannot_tell"
+    assert [f.code for f in report.inputs[1].findings] == ["CP405"]  # int(torch.item(...)): the user's
 
 
 def test_a_model_around_nn_lstm(reports):

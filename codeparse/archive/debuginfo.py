@@ -135,6 +135,16 @@ class LineMap:
                 best, best_width = i, re_ - rs
         return self._origin(best)
 
+    def source_text(self, byte_offset: int) -> Optional[str]:
+        """The original source text of the range the code byte at ``byte_offset`` was printed
+        from (``int`` for a user's ``int(...)``; the calling expression for a conversion the
+        compiler inserted), or None where no range with a file is in force."""
+        i = bisect_right(self._offsets, byte_offset) - 1
+        if i < 0:
+            return None
+        _, text, filename, _, start, end = self._rows[i]
+        return text[start:end] if filename else None
+
     def source_line(self, filename: str, line: int) -> Optional[str]:
         """The text of ``line`` (1-based) of the original file ``filename``, as the debug
         info stores it (each source holds the original text of the function it printed),

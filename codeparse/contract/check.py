@@ -231,7 +231,7 @@ class ExportVerdict(Node):
         description="Where export fails: the original line (else the code line) of each blocking finding.",
     )
     specializations: int = Field(default=0, description="CP403/CP404 findings in the model's own code: branches export fixes to the example.")
-    unknown: int = Field(default=0, description="CP406 findings: conditions of unknown kind.")
+    unknown: int = Field(default=0, description="CP406 and CP407 findings: conditions and conversions codeparse cannot judge.")
     reason: str = Field(default="", description="Why, in one sentence (for `cannot_tell` on a trace: its branches were dropped).")
     blocked_when: list[BlockedWhen] = Field(
         default_factory=list,

@@ -111,6 +111,7 @@ CODES: dict[str, Code] = {
         Code("CP404", "export_specialization", "{what} on {kind}: `{condition}` depends on {sources}; torch.export keeps the branch the example takes", "info"),
         Code("CP405", "export_tensor_to_scalar", "`{conversion}` turns a tensor's value into a Python number outside a condition; non-strict torch.export rejects it even without a branch: keep the value a tensor, or bound it with torch._check(...) / torch._check_is_size(...)", "error"),
         Code("CP406", "export_unknown_branch", "cannot tell what `{condition}` depends on; torch.export may fail or specialize at this {what}", "warning"),
+        Code("CP407", "export_unknown_conversion", "cannot tell whether `{conversion}` stops torch.export: {reason}", "warning"),
         # -- legacy formats: CP350-CP369 --
         Code("CP350", "unresolved_constant", "{name} is not in the model.json tensor table ({count} tensors)", "error"),
         Code("CP351", "mobile_bytecode", "mobile bytecode version {version} in {entry}: {methods} methods, {count} operators: {operators}", "info"),

@@ -58,6 +58,7 @@ class ExportTable:
         self.no_data_operators = frozenset(table["no_data_operators"])
         self.like_factories = frozenset(table["like_factories"])
         self.runtime_values = dict(table["export_runtime_values"])
+        self.unbacked_size_factories = frozenset(table["unbacked_size_factories"])
 
 
 @functools.cache

@@ -15,6 +15,8 @@ CP404   export_specialization                  info      ``attribute``, ``argume
 CP405   export_tensor_to_scalar                error     ``int``/``float``/``bool`` of a tensor's value
                                                          outside a condition
 CP406   export_unknown_branch                  warning   the condition's kind is ``unknown``
+CP407   export_unknown_conversion              warning   ``int(n)`` of a number ``item()`` read that the
+                                                         text cannot tell from a call Python never makes
 ======  =====================================  ========  ===============================================
 
 Constant conditions give nothing.  Each finding carries ``origin`` and ``related``
@@ -30,7 +32,7 @@ is conditional: a warning that says when export fails, listed in the verdict's
 
 The verdict (:class:`codeparse.contract.check.ExportVerdict`): ``blocked`` when a CP401, CP402
 or CP405 is reached on every call (certain, whatever else is); else ``cannot_tell`` when a
-condition is ``unknown`` or the archive was saved by ``torch.jit.trace`` (a trace
+condition is ``unknown`` (or a conversion, CP407) or the archive was saved by ``torch.jit.trace`` (a trace
 dropped its branches, so the text cannot show what export would meet); else
 ``exports_with_specializations`` when any CP403/CP404 in the model's own code (those in
 torch's library code are counted apart, ``library_specializations``); else ``exports``.
@@ -52,7 +54,7 @@ from ..text.program import condition_excerpt, excerpt, sources_text
 __all__ = ["EXPORT_CODES", "BLOCKING", "archive_export", "archive_export_data", "code_file_export_data",
            "verdict_data", "archive_locate", "verdict_line"]
 
-EXPORT_CODES = ("CP401", "CP402", "CP403", "CP404", "CP405", "CP406")
+EXPORT_CODES = ("CP401", "CP402", "CP403", "CP404", "CP405", "CP406", "CP407")
 BLOCKING = frozenset({"CP401", "CP402", "CP405"})
 _VALUE_ADVICE = {
     "branch": "rewrite it as torch.cond(pred, true_fn, false_fn, operands)",
@@ -131,6 +133,10 @@ class _Plain:
         """(:meth:`~codeparse.pathguards.PathGuards.conversion_holds_no_data`)"""
         return False
 
+    def number_conversion(self, qualified: str, span: dict) -> Optional[str]:
+        """(:meth:`~codeparse.pathguards.PathGuards.number_conversion`)"""
+        return None
+
 
 _PLAIN = _Plain()
 
@@ -206,9 +212,46 @@ def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN)
             continue
         origin = locate(path, start, conv["line"])
         text = excerpt(_conversion_text(fn, start))
-        f = _finding("CP405", path, conv, origin, [], conversion=text, function=name)
+        code, args = _number_conversion(path, name, conv, text, locate, paths)
+        if code is None:
+            continue
+        f = _finding(code, path, conv, origin, [], conversion=text, function=name, **args)
         out.append(_at_user_line(_guarded(f, guards, paths), name, paths))
     return out
+
+
+def _number_conversion(path: str, qualified: str, conv: dict, text: str, locate: Locate,
+                       paths: Any) -> tuple[Optional[str], dict]:
+    """The code of a conversion: CP405, but for ``int(n)`` of a number ``item()`` read
+    (``n = i.item()``), which TorchScript prints alike for a user's ``int(n)`` (export fails
+    there) and where the number meets an ``int`` parameter (Python calls nothing): the
+    archive's debug info tells them apart (the range a user's call was printed from is
+    ``int``; an inserted one's is the call it feeds), and one that is no operator's argument
+    (``n = int(torch.item(t))``) is the user's.  Inserted: no finding for a factory
+    that takes a data-dependent size (``torch.zeros(n)``), CP407 for another operator;
+    no debug info: CP407."""
+    consumer = paths.number_conversion(qualified, conv)
+    if consumer is None:
+        return "CP405", {}
+    source_text = getattr(locate, "source_text", None)
+    written = source_text(path, conv["start"]) if source_text is not None else None
+    called = text.partition("(")[0]
+    if written is not None and written.strip() == called:
+        return "CP405", {}  # the user's own int(...)
+    if written is None and not consumer:
+        return "CP405", {}  # no operator's argument: TorchScript inserts conversions only there
+    if written is None:
+        return "CP407", {"reason": "TorchScript prints the same text for a user's int() of a number item() read "
+                                   "(export fails there) and for that number meeting an int parameter (Python "
+                                   "calls nothing), and no debug info in the archive tells them apart"}
+    from ..infer.datadep import export_table
+
+    if consumer in export_table().unbacked_size_factories:
+        return None, {}  # a tensor of a data-dependent size: export goes on
+    shown = f"`{consumer}`" if consumer else "its use"
+    return "CP407", {"reason": f"TorchScript converts the number item() read where it meets an int parameter of "
+                               f"{shown} (Python passes the number itself); whether {shown} takes a data-dependent "
+                               "number without a guard, the text does not tell"}
 
 
 def _conversion_text(fn: dict, start: int) -> str:
@@ -257,7 +300,7 @@ def verdict_data(findings: Iterable[dict], traced: bool = False) -> dict:
                 library_specializations += 1
             else:
                 specializations += 1
-        elif code == "CP406":
+        elif code in ("CP406", "CP407"):
             unknown += 1
     if blocked:
         kind, reason = "blocked", "a construct export cannot trace is reachable from forward"
@@ -290,11 +333,23 @@ def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origi
     its findings is located, once."""
     maps: dict[str, tuple] = {}
 
-    def locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:
+    def found_map(path: str) -> tuple:
         found = maps.get(path)
         if found is None:
             got = offset_map(path)
             found = maps[path] = (got[0], got[1], got[1].isascii()) if got is not None else ()
+        return found
+
+    def source_text(path: str, start: int) -> Optional[str]:
+        """The original text of the range the code at ``start`` was printed from, or None."""
+        found = found_map(path)
+        if not found:
+            return None
+        line_map, text, ascii_only = found
+        return line_map.source_text(start if ascii_only else len(text[:start].encode("utf-8")))
+
+    def locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:
+        found = found_map(path)
         if found:
             line_map, text, ascii_only = found
             byte = start if ascii_only else len(text[:start].encode("utf-8"))
@@ -305,6 +360,7 @@ def archive_locate(offset_map: Callable[[str], Optional[tuple[Any, str]]], origi
         origin = lines.get(line) if lines is not None else None
         return origin if origin is not None else (path, line)
 
+    locate.source_text = source_text  # type: ignore[attr-defined]
     return locate
 
 

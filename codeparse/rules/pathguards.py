@@ -224,6 +224,35 @@ class PathGuards:
         kinds = reader.tensor_holds_no_data(arg) if typ in inf.sem.tensor_types else reader.condition(arg)
         return kinds is not None and not reader.shapes_data_dependent()
 
+    def number_conversion(self, qualified: str, span: dict) -> Optional[str]:
+        """For ``int(n)``/``float(n)`` of a number (``n = t.item()``, not a tensor): the
+        operator whose argument it is (``zeros`` in ``torch.zeros([int(n)])``), or ``""``
+        when it is no operator's argument; None for a conversion of a tensor, or when the
+        function is not known."""
+        if self._callee is None:
+            return None
+        callee = self._callee(qualified)
+        if callee is None:
+            return None
+        from ..infer.datadep import FunctionDataDependence
+        from ..parse.expressions import CallExpr
+
+        inf = callee.inference
+        node = inf.tree((span["start"], span["end"]))
+        if not isinstance(node, CallExpr) or len(node.args) != 1:
+            return None
+        if inf.expr_type(node.args[0]) in inf.sem.tensor_types:
+            return None
+        dd = FunctionDataDependence(inf)
+        if dd._op(node)[1] not in dd.table.number_conversions:
+            return None
+        _, fn = self.functions[qualified]
+        around = [c for c in fn["calls"] if c["span"]["start"] < span["start"] and span["end"] <= c["span"]["end"]]
+        if not around:
+            return ""
+        inner = max(around, key=lambda c: c["span"]["start"])
+        return (inner.get("target") or "").rpartition(":")[2] if inner["kind"] == "operator" else ""
+
     def public(self, guards: list[dict]) -> list[dict]:
         """Guards as a finding carries them (the keys of ``Guard``), located on first use."""
         out = []
