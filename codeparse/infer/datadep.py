@@ -588,6 +588,28 @@ class ValueKinds:
             return name, list(node.args)
         return name, list(node.args[1:])
 
+    def _operator(self, node: CallExpr, what: str) -> tuple[Optional[frozenset], str, list]:
+        """The common start of reading a call: ``annotate``/``unchecked_cast`` pass their value
+        through, ``uninitialized`` is a placeholder where the code raises, a function is
+        followed (:meth:`_call`); those give ``(answer, "", [])``.  An operator gives
+        ``(None, name, operands)``, a method's receiver first; anything else gives up."""
+        kind, name = self._op(node)
+        if kind == "intrinsic" and name in self.sem.value_intrinsics and node.args:
+            return getattr(self, what)(node.args[-1]), "", []
+        if kind == "intrinsic" and name == "uninitialized":
+            return _CONSTANT, "", []
+        if kind == "function":
+            return self._call(node, what, None), "", []
+        if kind != "operator" or not name:
+            raise _GiveUp()
+        return None, name, self._operands(node)
+
+    def _operands(self, node: CallExpr) -> list:
+        operands = [*node.args, *(v for _, v in node.keywords)]
+        if self.inf.method_operator(node) is not None:
+            operands = [node.func.value, *operands]
+        return operands
+
     # -- a value ---------------------------------------------------------------------
     def value(self, node: Expr) -> frozenset:
         """The kinds the value of a (non-tensor) expression rests on; _GiveUp when a
@@ -690,10 +712,7 @@ class ValueKinds:
             raise _GiveUp()
         if name in self.sem.runtime or name.startswith(self.sem.runtime_prefixes):
             return frozenset({"runtime"})
-        operands = [*args, *(v for _, v in node.keywords)]
-        receiver = node.func.value if self.inf.method_operator(node) is not None else None
-        if receiver is not None:
-            operands = [receiver, *operands]
+        operands = self._operands(node)
         if f"aten::{name}" in self.sem.none_checks and len(operands) == 2:
             other = [o for o in operands if not (isinstance(o, Name) and o.id == "None")]
             if len(other) == 1:
@@ -748,18 +767,9 @@ class ValueKinds:
         if isinstance(node, Index):
             return self.elements(node.value) | frozenset().union(*(self.value(i) for i in node.items))
         if isinstance(node, CallExpr):
-            kind, name = self._op(node)
-            if kind == "intrinsic" and name in self.sem.value_intrinsics and node.args:
-                return self.length(node.args[-1])
-            if kind == "intrinsic" and name == "uninitialized":
-                return _CONSTANT  # a placeholder where the code raises
-            if kind == "function":
-                return self._call(node, "length", None)
-            if kind != "operator" or not name:
-                raise _GiveUp()
-            operands = [*node.args, *(v for _, v in node.keywords)]
-            if self.inf.method_operator(node) is not None:
-                operands = [node.func.value, *operands]
+            answer, name, operands = self._operator(node, "length")
+            if answer is not None:
+                return answer
             # A list an operator makes from lists (`split(x, sizes)`, `broadcast_tensors([a, b])`)
             # is as long as they are; from tensors alone (`unbind`, `size`), as their sizes say.
             listed = [o for o in operands if (self._type(o) or "").startswith(_LIST_HEADS)]
@@ -828,18 +838,9 @@ class ValueKinds:
         if isinstance(node, Index):
             return self.elements(node.value)
         if isinstance(node, CallExpr):
-            kind, name = self._op(node)
-            if kind == "intrinsic" and name in self.sem.value_intrinsics and node.args:
-                return self.elements(node.args[-1])
-            if kind == "intrinsic" and name == "uninitialized":
-                return _CONSTANT  # a placeholder where the code raises
-            if kind == "function":
-                return self._call(node, "elements", None)
-            if kind != "operator" or not name:
-                raise _GiveUp()
-            operands = [*node.args, *(v for _, v in node.keywords)]
-            if self.inf.method_operator(node) is not None:
-                operands = [node.func.value, *operands]
+            answer, name, operands = self._operator(node, "elements")
+            if answer is not None:
+                return answer
             if name in self.sem.shape_ops or name in self.sem.prim_shape_ops:
                 if operands and self._is_tensor_type(self._type(operands[0])):
                     return self.shape(operands[0]) | frozenset().union(*(self.value(o) for o in operands[1:]))
@@ -907,14 +908,10 @@ class ValueKinds:
         if isinstance(node, Index):
             return self.elements(node.value)
         if isinstance(node, CallExpr):
-            kind, name = self._op(node)
-            if kind == "intrinsic" and name in self.sem.value_intrinsics and node.args:
-                return self.none(node.args[-1])
-            if kind == "intrinsic" and name == "uninitialized":
-                return _CONSTANT  # a placeholder where the code raises
-            if kind == "function":
-                return self._call(node, "none", None)
-        raise _GiveUp()
+            answer, _, _ = self._operator(node, "none")
+            if answer is not None:
+                return answer
+        raise _GiveUp()  # an operator's result that may be None
 
     def _bound_none(self, d: Any) -> frozenset:
         if d.kind == "for":
@@ -966,18 +963,11 @@ class ValueKinds:
         if isinstance(node, Seq):
             return frozenset().union(_CONSTANT, *(self._operand(i) for i in node.items))
         if isinstance(node, CallExpr):
-            kind, name = self._op(node)
-            if kind == "intrinsic" and name in self.sem.value_intrinsics and node.args:
-                return self.tensor(node.args[-1])
-            if kind == "intrinsic" and name == "uninitialized":
-                return _CONSTANT  # a placeholder where the code raises
-            if kind == "function":
-                return self._call(node, "tensor", None)
-            if kind != "operator" or name not in self.dd.table.no_data_operators:
+            answer, name, operands = self._operator(node, "tensor")
+            if answer is not None:
+                return answer
+            if name not in self.dd.table.no_data_operators:
                 raise _GiveUp()
-            operands = [*node.args, *(v for _, v in node.keywords)]
-            if self.inf.method_operator(node) is not None:
-                operands = [node.func.value, *operands]
             if name in self.dd.table.like_factories and operands:
                 operands = operands[1:]  # `zeros_like(t)`: t's size, not its values
             return frozenset().union(_CONSTANT, *(self._operand(o) for o in operands))

@@ -199,25 +199,34 @@ class PathGuards:
             return cond  # the same answer: inference's own related lines stand
         return dict(cond, kind=kind, sources=sources, data_dependent_shape=dependent, related=related)
 
-    def conversion_holds_no_data(self, qualified: str, span: dict) -> bool:
-        """``int(t)``/``float(t)`` (or of a number ``item()`` read) of a tensor built from
-        numbers that hold no data (sizes, arguments, attributes, literals): export folds it."""
-        from ..infer.datadep import FunctionDataDependence, ValueKinds
+    def _conversion(self, qualified: str, span: dict, names: frozenset) -> Optional[tuple]:
+        """``(inference, call, data-dependence)`` of a one-argument conversion call whose
+        operator is in ``names``, or None (no function body known, another call)."""
+        from ..infer.datadep import FunctionDataDependence
         from ..parse.expressions import CallExpr
 
-        if self._callee is None:
-            return False
-        callee = self._callee(qualified)
+        callee = self._callee(qualified) if self._callee is not None else None
         if callee is None:
-            return False
+            return None
         inf = callee.inference
         node = inf.tree((span["start"], span["end"]))
         if not isinstance(node, CallExpr) or len(node.args) != 1 or node.keywords:
-            return False
+            return None
         dd = FunctionDataDependence(inf)
         kind, name = dd._op(node)
-        if kind != "operator" or name not in dd.table.conversions:
+        if kind != "operator" or name not in names:
+            return None
+        return inf, node, dd
+
+    def conversion_holds_no_data(self, qualified: str, span: dict) -> bool:
+        """``int(t)``/``float(t)`` (or of a number ``item()`` read) of a tensor built from
+        numbers that hold no data (sizes, arguments, attributes, literals): export folds it."""
+        from ..infer.datadep import ValueKinds, export_table
+
+        found = self._conversion(qualified, span, export_table().conversions)
+        if found is None:
             return False
+        inf, node, dd = found
         reader = ValueKinds(dd)
         arg = node.args[0]
         typ = inf.expr_type(arg)
@@ -229,22 +238,10 @@ class PathGuards:
         operator whose argument it is (``zeros`` in ``torch.zeros([int(n)])``), or ``""``
         when it is no operator's argument; None for a conversion of a tensor, or when the
         function is not known."""
-        if self._callee is None:
-            return None
-        callee = self._callee(qualified)
-        if callee is None:
-            return None
-        from ..infer.datadep import FunctionDataDependence
-        from ..parse.expressions import CallExpr
+        from ..infer.datadep import export_table
 
-        inf = callee.inference
-        node = inf.tree((span["start"], span["end"]))
-        if not isinstance(node, CallExpr) or len(node.args) != 1:
-            return None
-        if inf.expr_type(node.args[0]) in inf.sem.tensor_types:
-            return None
-        dd = FunctionDataDependence(inf)
-        if dd._op(node)[1] not in dd.table.number_conversions:
+        found = self._conversion(qualified, span, export_table().number_conversions)
+        if found is None or found[0].expr_type(found[1].args[0]) in found[0].sem.tensor_types:
             return None
         _, fn = self.functions[qualified]
         around = [c for c in fn["calls"] if c["span"]["start"] < span["start"] and span["end"] <= c["span"]["end"]]
