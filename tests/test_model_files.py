@@ -255,6 +255,8 @@ def _fixture_pickles() -> list[bytes]:
     return out
 
 
+# Mutated STRING arguments carry unknown escapes (a backslash before e) that pickletools warns about.
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 def test_the_one_loop_walk_gives_the_pickletools_walk(monkeypatch):
     """scan_pickle reads the opcodes torch writes in one loop and leaves everything else to
     the pickletools walk: the same scan (globals, offsets, opcodes, end, error) for every
