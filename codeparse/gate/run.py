@@ -53,7 +53,8 @@ build the models from that data.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from ..contract.codes import diagnostic
 from ..contract.records import (
@@ -152,10 +153,19 @@ def _checked(path: str, policy: Limits, problem: Optional[str], data: Optional[b
         from ..pickles.scan import scan_only as scan
 
         return scan(path, policy, data)
+    with classified(path, data, policy) as (kind, way, opened):
+        return _check_kind(path, policy, kind, way, data, cache, opened)
+
+
+@contextmanager
+def classified(path: str, data: Optional[bytes], policy: Limits) -> Iterator[tuple[Any, str, Optional[tuple]]]:
+    """What an input is (:func:`input_kind`), how it is read (:func:`input_way`) and, for a
+    zip, the zip kept open for that reading (closed on leaving, unless the reading closed
+    it): the one classification of an input, which ``check`` and ``codeparse report`` share."""
     kind = input_kind(path, data, policy, keep=True)
     opened = kind.opened if kind is not None else None
     try:
-        return _check_kind(path, policy, kind, data, cache, opened)
+        yield kind, input_way(path, kind, data), opened
     finally:
         if opened is not None:  # read and closed by now, unless something failed on the way
             opened[1].close()
@@ -176,11 +186,10 @@ def input_way(path: str, kind: Any, data: Optional[bytes] = None) -> str:
     return "code"
 
 
-def _check_kind(path: str, policy: Limits, kind: Any, data: Optional[bytes], cache: Any,
+def _check_kind(path: str, policy: Limits, kind: Any, way: str, data: Optional[bytes], cache: Any,
                 opened: Optional[tuple]) -> Checked:
     from ..contract.errors import InputError
 
-    way = input_way(path, kind, data)
     if way == "scan":
         from ..pickles.scan import scan_input
 

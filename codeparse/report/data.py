@@ -14,7 +14,7 @@ reading of an open archive that ``check`` does too (its report, and the resolved
 classes, the module tree, what ``forward`` reaches), after every ``.debug_pkl`` is read
 for each line's original source line; a code text is reported by
 :func:`codeparse.gate.run.code_data`, the one reading of a code text ``check`` does too;
-every input is told apart by :func:`codeparse.gate.run.input_way`, as ``check`` tells it
+every input is told apart by :func:`codeparse.gate.run.classified`, as ``check`` tells it
 apart, and any other input is reported by
 :func:`codeparse.gate.run.input_data`; a pair by :func:`codeparse.trace.compare.diff`.  The reader also hands over the code text the
 spans index into and each entry's debug info, from which the original line's text is
@@ -543,23 +543,20 @@ def _findings_only(view: InputView, report: dict) -> InputView:
 
 def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Optional[str] = None) -> InputView:
     """Everything shown about one input; never raises for bad input.  Inputs are told
-    apart as ``check`` tells them (:func:`codeparse.gate.run.input_way`, by their bytes):
+    apart as ``check`` tells them (:func:`codeparse.gate.run.classified`, by their bytes):
     TorchScript archives and code text are shown in full, other model files by what
     ``check`` finds in them.  ``policy``: a :class:`~codeparse.contract.check.Policy` or
     :class:`~codeparse.contract.records.Limits`."""
     from ..contract.errors import InputError
     from ..contract.records import limits_of
-    from ..gate.run import input_data, input_kind, input_way
+    from ..gate.run import classified, input_data
 
     policy = limits_of(policy)
     view = InputView(id=input_id, path=path, kind="archive", readable=True)
     if problem is not None:
         return _findings_only(view, input_data(path, policy, problem))
-    kind = input_kind(path, None, policy, keep=True)
-    zipped = kind.opened if kind is not None else None
-    way = input_way(path, kind)
     read = None
-    try:
+    with classified(path, None, policy) as (_kind, way, zipped):
         if way == "scan":
             return _findings_only(view, input_data(path, policy))
         if way == "archive":
@@ -567,10 +564,6 @@ def collect_input(input_id: str, path: str, policy: Any, highlight, problem: Opt
                 read = _read_archive(path, policy, zipped)
             except InputError:
                 return _findings_only(view, input_data(path, policy))
-    finally:
-        if zipped is not None:  # read and closed by now, unless something failed on the way
-            zipped[1].close()
-            zipped[0].close()
     if read is not None:
         report, files, analysis = read.report, read.files, read.analysis
         texts, line_text, origins, view.sizes = read.texts, read.line_text, read.origins, read.sizes
