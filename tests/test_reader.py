@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeparse.parse.expressions import FALLBACK, split_items, split_list, structure_finder
+from codeparse.parse.expressions import (FALLBACK, ExpressionReader, split_items, split_list, string_structure_finder,
+                                         structure_finder)
 from codeparse.grammar.engine import grammar_ids, load_grammar
 
 
@@ -20,11 +21,12 @@ def test_counted_items_agree_with_the_grammars_items_pattern(grammar_id, text):
     _agrees(grammar_id, "f(" + text, fallback_allowed=True)
 
 
-def _agrees(grammar_id: str, text: str, fallback_allowed: bool) -> None:
+def _agrees(grammar_id: str, text: str, fallback_allowed: bool, strings: bool = False) -> None:
     """split_items after the ``f(`` that starts ``text`` gives what the grammar's ``items``
-    gives there (or defers to it, where ``fallback_allowed``)."""
+    gives there (or defers to it, where ``fallback_allowed``); with ``strings``, split by
+    the finder that reads string literals."""
     g = load_grammar(grammar_id)
-    finder, openers, _quotes = structure_finder(g)
+    finder, openers, _quotes = (string_structure_finder if strings else structure_finder)(g)
     found = split_items(text, 2, len(text), finder, openers)
     if found is FALLBACK and fallback_allowed:
         return
@@ -70,6 +72,45 @@ def test_counted_items_agree_with_the_grammars_items_pattern_on_nested_brackets(
     """The same on brackets that nest (most printed code): a call whose arguments hold
     brackets, empty items, trailing and doubled separators."""
     _agrees(grammar_id, "f(" + "".join(p + s for p, s in zip(parts, seps)) + ")", fallback_allowed=False)
+
+
+# Strings as the printer writes them (escapes included), with brackets, separators and
+# quotes inside that must not count.
+_STRING = st.sampled_from(['"a"', "'b'", '""', '"(,"', "'[)'", '"x\\"]"', "'\\'{'", '"a" "b"', '"{}"'])
+_STRING_LEAF = st.one_of(_LEAF, _STRING, st.builds(lambda a, b: a + b, _LEAF, _STRING))
+_NESTED_STRINGS = st.recursive(_STRING_LEAF, _bracketed, max_leaves=12)
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from(list("()[]{}a, =.\"'\\")), max_size=30))
+def test_counted_items_with_quotes_agree_with_the_grammars_items_pattern(grammar_id, text):
+    """The finder that reads string literals splits text holding quotes as ``items`` does
+    (strings whole, their brackets and commas not counted), or defers to ``items`` (a quote
+    that starts no string)."""
+    _agrees(grammar_id, "f(" + text, fallback_allowed=True, strings=True)
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_NESTED_STRINGS, max_size=5), seps=st.lists(_SEP, min_size=5, max_size=5))
+def test_counted_items_agree_with_the_grammars_items_pattern_on_strings_in_brackets(grammar_id, parts, seps):
+    """Brackets that nest, holding well-formed strings: counted, never deferred, and as ``items``."""
+    _agrees(grammar_id, "f(" + "".join(p + s for p, s in zip(parts, seps)) + ")", fallback_allowed=False,
+            strings=True)
+
+
+def test_strings_are_read_whole_when_counting():
+    g = load_grammar("torchscript-v2")
+    finder, openers, _quotes = string_structure_finder(g)
+    text = 'f(getattr(self, "a,(b"), \'c]\', d=", ")'
+    spans, trailing, close = split_items(text, 2, len(text), finder, openers)
+    assert [text[a:b] for a, b in spans] == ['getattr(self, "a,(b")', "'c]'", 'd=", "']
+    assert not trailing and close == len(text) - 1
+    assert split_items('f(a, "b)', 2, 8, finder, openers) is FALLBACK  # a quote that starts no string
+    node = ExpressionReader(text, g).read(0, len(text))
+    assert [type(a).__name__ for a in node.args] == ["CallExpr", "Const"]
+    assert node.keywords[0][0] == "d" and node.keywords[0][1].text == '", "'
 
 
 def _list_agrees(grammar_id: str, text: str) -> None:

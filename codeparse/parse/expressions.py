@@ -10,11 +10,13 @@ recursive pattern, so the whole bracket is checked in one C-level match) gives t
 spans of the items, and each item is read in turn.  Depth is bounded by the
 grammar's ``max_expression_depth``; past it an :class:`Opaque` node stands for the rest.
 
-Where the text read holds no quote and no line break (most of it: the grammar's
-``[lines].string_quotes`` and ``bracket_pairs`` say which characters those are), the
-items of a bracket are found by counting brackets and separators in one ``re`` pass
-(:func:`split_items`), which gives what ``items`` gives on such text (a property test
-checks it against the pattern of every grammar); elsewhere ``items`` is matched.
+Where the text read holds no line break (most of it), the items of a bracket are found
+by counting brackets and separators in one ``re`` pass (:func:`split_items`) that reads
+each string literal whole with the grammar's ``string_item`` fragment (the grammar's
+``[lines].string_quotes`` and ``bracket_pairs`` say which characters those are); it gives
+what ``items`` gives on such text (property tests check it against the pattern of every
+grammar, with and without strings).  Elsewhere, and where a quote starts no string,
+``items`` is matched (a ``regex`` pattern: some ten times slower).
 """
 
 from __future__ import annotations
@@ -141,18 +143,56 @@ def _top_level(text: str, start: int, end: int, finder, openers: dict) -> Iterat
         yield -1
 
 
+def string_structure_finder(grammar: Grammar):
+    """:func:`structure_finder` that also reads string literals: its ``finditer`` gives each
+    string the grammar's ``string_item`` fragment matches as one match (longer than one
+    character: nothing inside it splits items) and each quote character that starts none
+    (:func:`split_items` then defers to ``items``).  None where :func:`structure_finder` is,
+    or where ``string_item`` needs ``regex``."""
+    found = structure_finder(grammar)
+    if found is None:
+        return None
+    import re
+
+    string = grammar.fragments["string_item"]
+    if not isinstance(string, re.Pattern):
+        return None
+    finder, openers, quotes = found
+    chars = "".join(o + c for o, c in grammar.bracket_pairs) + _SEPARATOR + "".join(quotes)
+    from ..grammar.compiled import compile_re
+
+    return compile_re("(?:" + string.pattern + ")|[" + re.escape(chars) + "]").finditer, openers, quotes
+
+
 def split_items(text: str, pos: int, end: int, finder, openers: dict):
     """``(item spans, trailing comma, closer offset)`` of the bracket whose items start at
-    ``pos``, as the grammar's ``items`` gives them on ``text[pos:end]`` without quotes or
-    line breaks; the closer offset is None when ``items`` stops short of a closer;
-    ``FALLBACK`` where brackets inside do not nest (``items`` is matched there)."""
+    ``pos``, as the grammar's ``items`` gives them on ``text[pos:end]`` without line breaks
+    (and without quotes, unless ``finder`` is :func:`string_structure_finder`'s); the closer
+    offset is None when ``items`` stops short of a closer; ``FALLBACK`` where brackets
+    inside do not nest or a quote starts no string (``items`` is matched there).
+
+    One pass over the brackets and separators (strings skipped whole) with a stack of
+    the closers expected; the items end at the separators and the closer no bracket
+    encloses."""
     spans: list[tuple[int, int]] = []
     start = pos  # of the current item; the first one keeps its leading spaces
-    for at in _top_level(text, pos, end, finder, openers):
-        if at < 0:
-            return FALLBACK
-        ch = text[at]
+    stack: list[str] = []
+    for m in finder(text, pos, end):
+        ch = m.group()
+        if len(ch) > 1:  # a string literal
+            continue
+        closer = openers.get(ch)
+        if closer is not None:
+            stack.append(closer)
+            continue
+        if stack:
+            if ch != _SEPARATOR and stack.pop() != ch:  # a quote is no closer either
+                return FALLBACK
+            continue
+        if ch != _SEPARATOR and ch not in openers.values():
+            return FALLBACK  # a quote that starts no string
         # A separator or a closer at the top level ends the current item.
+        at = m.start()
         if at == start:  # an empty item: `items` ends before it
             if not spans:
                 return spans, False, (at if ch != _SEPARATOR else None)
@@ -188,22 +228,44 @@ def split_list(text: str, start: int, end: int, finder, openers: dict):
     return spans
 
 
+_MATCHERS: dict[int, tuple] = {}
+
+
+def _matchers(grammar: Grammar) -> tuple:
+    """What a reader reads from its grammar, looked up once per grammar (a reader is made
+    per text): the ``atom``, ``trailer``, ``items`` and ``keyword`` matchers, the counting
+    finder and openers (:func:`string_structure_finder`'s, else :func:`structure_finder`'s)
+    and the quote characters that rule counting out (none when the finder reads strings)."""
+    found = _MATCHERS.get(id(grammar))
+    if found is None or found[0] is not grammar:
+        if len(_MATCHERS) >= 64:  # grammars loaded from files by tests: bounded
+            _MATCHERS.clear()
+        expression = grammar.expression
+        structure = string_structure_finder(grammar)
+        if structure is not None:
+            counting = (structure[0], structure[1], ())
+        else:
+            structure = structure_finder(grammar)
+            counting = structure if structure is not None else (None, None, ())
+        found = _MATCHERS[id(grammar)] = (grammar, (
+            expression["atom"].match, expression["trailer"].match, expression["items"].match,
+            expression["keyword"].match, *counting))
+    return found[1]
+
+
 class ExpressionReader:
     """Reads expressions of one source text with one grammar."""
 
     def __init__(self, text: str, grammar: Grammar):
         self.text = text
-        expression = grammar.expression
-        self._atom = expression["atom"].match
-        self._trailer = expression["trailer"].match
-        self._items = expression["items"].match
-        self._keyword = expression["keyword"].match
         self._grammar = grammar  # `dict_entry` is looked up when a dict is read (rare)
+        # `_quotes`: the quote characters that make `read` match `items` (none when the
+        # counting finder reads strings itself).
+        self._atom, self._trailer, self._items, self._keyword, self._finder, self._openers, self._quotes = (
+            _matchers(grammar))
         self.max_depth = int(grammar.limits["max_expression_depth"])
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
-        found = structure_finder(grammar)
-        self._finder, self._openers, self._quotes = found if found is not None else (None, None, ())
-        self._counting = False  # the text being read has no quote and no line break
+        self._counting = False  # the text being read is split by counting (no line break)
 
     def read(self, start: int, end: int) -> Expr:
         """The expression that spans exactly ``text[start:end]``."""

@@ -306,24 +306,64 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
 
 
+class _Reading:
+    """What :func:`parse_statements` reads from one grammar, looked up once per grammar
+    (a file of two lines paid as much for the lookups as for its lines)."""
+
+    __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
+                 "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic", "masters",
+                 "generic_master", "fast", "plains")
+
+    def __init__(self, grammar: Grammar):
+        self.grammar = grammar
+        self.lines = grammar.lines
+        self.physical_pattern = grammar.lines["physical"]
+        self.physical = self.physical_pattern.match
+        self.indent = self.physical_pattern.groupindex["indent"]
+        self.text = self.physical_pattern.groupindex["text"]
+        self.blank = grammar.lines["blank"].fullmatch
+        self.pairs = grammar.bracket_pairs
+        self.find_bracket = bracket_finder(grammar, "search")
+        self.nested = nesting(grammar)
+        self.may_quote = quoted(grammar)
+        self.first_word = grammar.fragments["identifier"].match
+        self.by_keyword = grammar.rules_by_keyword
+        self.generic = grammar.generic_rules
+        self.masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
+        self.generic_master = grammar.master(None)
+        self.fast: dict = {}  # rule -> its compiled `fast` pattern
+        self.plains: dict = {}  # rule -> Statement.plain, where the grammar unrolls deep enough
+
+
+_READINGS: dict[int, _Reading] = {}
+
+
+def _reading(grammar: Grammar) -> _Reading:
+    found = _READINGS.get(id(grammar))
+    if found is None or found.grammar is not grammar:
+        if len(_READINGS) >= 64:  # grammars loaded from files by tests: bounded
+            _READINGS.clear()
+        found = _READINGS[id(grammar)] = _Reading(grammar)
+    return found
+
+
 def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     """Read ``source`` into top-level statements with nested blocks."""
     text = source.text
     path = source.path
-    physical_pattern = grammar.lines["physical"]
-    physical = physical_pattern.match
-    physical_groups = physical_pattern.groupindex
-    blank = grammar.lines["blank"].fullmatch
-    lines = grammar.lines
+    r = _reading(grammar)
+    physical_pattern = r.physical_pattern
+    physical = r.physical
+    blank = r.blank
+    lines = r.lines
 
     def balanced(text: str, start: int, end: int, timeout: float):
         # Compiled when first needed (a line with a quote and unequal bracket counts):
         # many texts never ask, and compiling it is start-up time.
         return lines["balanced"].fullmatch(text, start, end, timeout=timeout)
-    pairs = grammar.bracket_pairs
-
-    find_bracket = bracket_finder(grammar, "search")
-    nested = nesting(grammar)
+    pairs = r.pairs
+    find_bracket = r.find_bracket
+    nested = r.nested
 
     def excess(start: int, end: int) -> tuple[int, bool]:
         """Opening minus closing brackets in ``text[start:end]``, and whether every
@@ -339,7 +379,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 total, even = total + d, False
         return total, even
 
-    may_quote = quoted(grammar)
+    may_quote = r.may_quote
 
     def unbalanced(start: int, end: int) -> bool:
         # Equal counts per pair settle it cheaply; unequal counts may still come from
@@ -368,21 +408,22 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             depth += excess(line_start, end)[0]
         return end, False
 
-    first_word = grammar.fragments["identifier"].match
-    by_keyword = grammar.rules_by_keyword
-    generic = grammar.generic_rules
-    limits = grammar.limits
+    first_word = r.first_word
+    by_keyword = r.by_keyword
+    generic = r.generic
+    limits = grammar.limits  # read per text: the limits are data a caller may change
     max_depth = int(limits["max_block_depth"])
     max_len = int(limits["max_line_length"])
     fast_len = int(limits.get("timeout_line_length", 10_000))
     timeout = grammar.timeout()
-    masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
-    generic_master = grammar.master(None)
-    fast: dict = {}  # rule -> its compiled `fast` pattern
-    plains: dict = {}  # rule -> its `re` form with recursion unrolled (Statement.plain), or None
-    # The `re` forms serve only where brackets nest less deep than they are unrolled
-    # (`nested` proves at most _NEST_DEPTH; a call is at most one deeper).
+    masters = r.masters
+    generic_master = r.generic_master
+    fast = r.fast
+    # rule -> its `re` form with recursion unrolled (Statement.plain), or None.  The `re`
+    # forms serve only where brackets nest less deep than they are unrolled (`nested`
+    # proves at most _NEST_DEPTH; a call is at most one deeper).
     unrolled = int(limits.get("unroll_depth", 0)) > _NEST_DEPTH
+    plains = r.plains
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
@@ -399,8 +440,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     def report(code: str, start: int, end: int, **args: object) -> None:
         diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
 
-    indent_group = physical_groups["indent"]
-    text_group = physical_groups["text"]
+    indent_group = r.indent
+    text_group = r.text
     top = stack[-1]  # the innermost open block
     # The physical lines, one `finditer` over the text; a statement that ends on a later
     # line (a signature over several lines) moves `pos` there, and the lines before it
@@ -483,8 +524,9 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                         pattern = fast.get(rule)
                         if pattern is None:
                             pattern = fast[rule] = rule.fast
-                            plains[rule] = rule.plain if unrolled else None
-                        plain = plains[rule]
+                        plain = plains.get(rule, False) if unrolled else None
+                        if plain is False:
+                            plain = plains[rule] = rule.plain
                         if plain is not None:
                             if simple is None:  # no string, brackets nested less deep than unrolled
                                 simple = (nested(text, indent_end, stop).end() == stop

@@ -89,6 +89,27 @@ def _crowded_line(limit: int):
     return re.compile(r"(?m)^(?=(?:[^\n(\[]*+[(\[]){%d})" % (limit + 1)).search
 
 
+_MATCHERS: dict[int, tuple] = {}
+
+
+def _matchers(grammar: Grammar) -> tuple:
+    """What an :class:`Extractor` reads from its grammar, looked up once per grammar (an
+    extractor is made per text): the ``[scan].references`` finditer, the string quotes,
+    the bracket finder, :func:`nesting`, closers by opener, the ``param``, ``expr_items``
+    and ``identifier`` full matchers, and :func:`structure_finder`'s answer (brackets and
+    separators: :meth:`Extractor.list_items`)."""
+    found = _MATCHERS.get(id(grammar))
+    if found is None or found[0] is not grammar:
+        if len(_MATCHERS) >= 64:  # grammars loaded from files by tests: bounded
+            _MATCHERS.clear()
+        frag = grammar.fragments
+        found = _MATCHERS[id(grammar)] = (grammar, (
+            grammar.scan["references"].finditer, grammar.string_quotes, bracket_finder(grammar), nesting(grammar),
+            dict(grammar.bracket_pairs), frag["param"].fullmatch, frag["expr_items"].fullmatch,
+            structure_finder(grammar), frag["identifier"].fullmatch))
+    return found[1]
+
+
 class Extractor:
     """Turns the statements of one file into class and function data."""
 
@@ -117,20 +138,12 @@ class Extractor:
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
         self._typed_rules: dict = {}  # assignment rule -> does it capture a declared type
-        self._references = grammar.scan["references"].finditer
         # `receiver` and `balanced` are compiled when a text first needs them (`regex`
         # compiles slowly, and many texts never ask): see _scan and _call_spans.
-        self._quotes = grammar.string_quotes
-        self._brackets = bracket_finder(grammar)
-        self._nested = nesting(grammar)
-        self._closers = dict(grammar.bracket_pairs)
-        frag = grammar.fragments
-        self._param = frag["param"].fullmatch
-        self._items = frag["expr_items"].fullmatch
-        self._structure = structure_finder(grammar)  # brackets and separators: list_items
-        self._identifier = frag["identifier"].fullmatch
         # `string_item` (`__parameters__` lists) is looked up when used: method text
         # has none, and compiling costs start-up.
+        (self._references, self._quotes, self._brackets, self._nested, self._closers, self._param, self._items,
+         self._structure, self._identifier) = _matchers(grammar)
 
     # -- files and classes -------------------------------------------------------
     def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
