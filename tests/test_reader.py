@@ -1,4 +1,4 @@
-"""The expression reader's counted item split agrees with the grammars' ``items`` pattern."""
+"""The expression reader's counted item split and the scan's counted receivers agree with the grammars' patterns."""
 
 from __future__ import annotations
 
@@ -153,3 +153,39 @@ def test_split_list_on_printed_targets():
     assert split_list(text, 10, len(text), finder, openers) == [(10, len(text))]
     assert split_list("a,, b", 0, 5, finder, openers) is None
     assert split_list("a, (b]", 0, 6, finder, openers) is FALLBACK
+
+
+_RECEIVER_INSIDE = st.text(st.sampled_from(list("()[]{}ab, .\"'\n")), max_size=14)
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=300, deadline=None)
+@given(inside=_RECEIVER_INSIDE, after=st.sampled_from([").m(", ").m", ").(", ") .m(", ").m_1(x)", ")", "", ").m(("]))
+def test_counted_receiver_agrees_with_the_grammars_receiver_pattern(grammar_id, inside, after):
+    """The scan finds a method call's receiver by counting where the parenthesis closes on
+    its line with no quote or separator inside: the same spans as ``[scan].receiver``, the
+    same failures, whatever the text."""
+    from codeparse.infer.semantics import shared_semantics
+    from codeparse.parse.source import SourceText
+    from codeparse.text.extract import Extractor
+
+    g = load_grammar(grammar_id)
+    text = "y = (" + inside + after + "\n"
+    receiver = Extractor(SourceText(text, "-"), g, shared_semantics(), None)._receiver_finder(len(text))
+    m = g.scan["receiver"].match(text, 4, len(text))
+    assert receiver(4) == (None if m is None else (*m.span("receiver"), *m.span("method")))
+
+
+def test_counted_receiver_on_printed_method_calls():
+    from codeparse.infer.semantics import shared_semantics
+    from codeparse.parse.source import SourceText
+    from codeparse.text.extract import Extractor
+
+    g = load_grammar("torchscript-v2")
+    text = 'x = (self.layers[0]).forward((torch.cat([a, b], 1)).view(-1), "s")\n'
+    receiver = Extractor(SourceText(text, "-"), g, shared_semantics(), None)._receiver_finder(len(text))
+    rs, re_, ms, me = receiver(text.index("("))
+    assert (text[rs:re_], text[ms:me]) == ("self.layers[0]", "forward")
+    rs, re_, ms, me = receiver(text.index("(torch"))
+    assert (text[rs:re_], text[ms:me]) == ("torch.cat([a, b], 1)", "view")  # a separator inside: `receiver` reads it
+    assert receiver(text.index("(-1")) is None

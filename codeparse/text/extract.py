@@ -33,6 +33,10 @@ from ..parse.statements import Stmt, bracket_end, bracket_finder, nesting
 __all__ = ["Extractor"]
 
 _BLOCKS = ("if", "elif", "for", "while", "with", "def", "else", "class")
+# What follows a receiver's closer before the method name (`(x).m(`), and what separates
+# items: the grammars' `[scan].receiver` and `SEP`.
+_ATTRIBUTE_DOT = "."
+_SEPARATOR = ","
 
 # The plain dicts of the models built most often, each kind sharing one key table
 # (:func:`codeparse.contract.views.record`); keys in the models' field order.
@@ -564,11 +568,11 @@ class Extractor:
                 if dot_after == end:
                     continue
                 if receiver_at is None:
-                    receiver_at = self.grammar.scan["receiver"].match
-                r = receiver_at(text, at, end)
+                    receiver_at = self._receiver_finder(end)
+                r = receiver_at(at)
                 if r is None:
                     continue
-                rs, re_ = r.span("receiver")
+                rs, re_, method_start, method_end = r
                 key = text[rs:re_]
                 path = receiver_paths.get(key, False)
                 if path is False:  # the same text reads the same path within a function
@@ -582,8 +586,8 @@ class Extractor:
                 else:
                     kind = "method"
                 at = m.start()
-                calls.append(_call(kind, path if path is None else intern(path), intern(r.group("method")), None,
-                                   intern(text[at:r.end("method")]), call_span(at, r.start("method_open"))))
+                calls.append(_call(kind, path if path is None else intern(path), intern(text[method_start:method_end]),
+                                   None, intern(text[at:method_end]), call_span(at, method_end)))
             elif group == "getattr":
                 # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
                 obj_start = m.start("getattr_obj")
@@ -599,6 +603,53 @@ class Extractor:
                     refs.append(ref(path, m.start(), m.end(), inference))
             # else a string: skipped
         return calls, refs, receivers
+
+    def _receiver_finder(self, end: int):
+        """``receiver(at)``: the spans of the receiver and the method name of a method call
+        ``(recv).method(`` whose parenthesis opens at ``at`` (the method's parenthesis opens
+        where the name ends), or None: what the grammar's ``[scan].receiver`` matches there
+        (it reads up to ``end``).
+
+        Where the parenthesis closes on its line, with no quote, separator or deeper
+        nesting inside, brackets pair up by one ``re`` match of :func:`nesting` and the
+        answer follows from the characters after the closer (the receiver is then the
+        whole inside, an item ending at that closer); elsewhere ``receiver`` (a ``regex``
+        pattern, several times slower) is matched."""
+        text = self.text
+        nested, quotes, closers = self._nested, self._quotes, self._closers
+        identifier = self.grammar.fragments["identifier"].match
+        find = text.find
+        regex_receiver = None
+        separator = _SEPARATOR
+        counted = bool(quotes)
+
+        def receiver(at: int) -> Optional[tuple[int, int, int, int]]:
+            nonlocal regex_receiver
+            if counted:
+                line_end = find("\n", at, end)
+                if line_end < 0:
+                    line_end = end
+                close = nested(text, at + 1, line_end).end()
+                if close < line_end and text[close] == closers.get(text[at]) and find(separator, at, close) < 0 \
+                        and all(find(q, at, close) < 0 for q in quotes):
+                    dot = close + 1
+                    if close == at + 1 or dot >= end or text[dot] != _ATTRIBUTE_DOT:
+                        return None
+                    name = identifier(text, dot + 1, end)
+                    if name is None:
+                        return None
+                    method_end = name.end()
+                    if method_end >= end or text[method_end] != text[at]:  # the method call opens as the receiver did
+                        return None
+                    return at + 1, close, dot + 1, method_end
+            if regex_receiver is None:
+                regex_receiver = self.grammar.scan["receiver"].match
+            r = regex_receiver(text, at, end)
+            if r is None:
+                return None
+            return (*r.span("receiver"), *r.span("method"))
+
+        return receiver
 
     def _call_spans(self, end: int):
         """``call_span(start, open_pos)``: the span from ``start`` to the end of the call
