@@ -316,32 +316,22 @@ def parse_method_file(text: str, path: str, module: Optional[LegacyModule] = Non
     """
     from ..infer.semantics import shared_semantics
     from ..text import reader  # deferred: the reader imports the parser, which this module does not need
-    from ..contract.codes import diagnostic
     from ..text.extract import Extractor
     from ..contract.text import CodeFile
-    from ..parse.statements import parse_statements
-    from ..parse.source import SourceText
-    from ..grammar.engine import load_grammar
 
     if module is None:
         return reader.parse_text(text, path=path, grammar=grammar)
-    g = load_grammar(grammar or reader.detect_grammar(text) or LEGACY_GRAMMAR)
-    diagnostics: list[dict] = []
-    if not reader.features_match(g.id, text[:reader.DETECT_WINDOW]):
-        diagnostics.append(diagnostic("CP303", path, None, grammar=g.id,
-                                      reason=g.info.detect or "its detection rules do not match"))
-    source = SourceText(text, path)
-    if not text.strip():
-        diagnostics.append(diagnostic("CP109", path, None))
-    parsed = parse_statements(source, g)
-    diagnostics.extend(parsed.diagnostics)
+    # The text's first stage as any code text's (grammar, statements, CP303/CP109), with
+    # the legacy printer's grammar where detection finds none.
+    prepared = reader.prepare_text(text, path, grammar, fallback=LEGACY_GRAMMAR)
+    g, source, diagnostics = prepared.grammar, prepared.source, list(prepared.diagnostics)
     qualified = module.qualified_name
     extractor = Extractor(source, g, shared_semantics(), None, qualified)
     declared = declarations(module)
     classes: list[dict] = []
     methods: list[dict] = []
     tree = _Tree()
-    for stmt in parsed.body:
+    for stmt in prepared.statements:
         if stmt.kind == "class":  # a TorchScript class in a libs file
             classes.append(extractor.class_def(stmt))
         elif stmt.kind == "def":

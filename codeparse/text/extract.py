@@ -1,13 +1,26 @@
-"""Extraction: from the statement tree to the public models.
+"""Extraction: from the statement tree to the plain data of classes and functions.
 
-Builds, for each class and function, the plain data of :mod:`codeparse.contract.check`
-(validated once per file by the caller): signatures, class declarations, ifs with
-their conditions (via :mod:`codeparse.infer.conditions`), loops, self references and calls.
+Builds, for each class and function, the plain data of :mod:`codeparse.contract.text`
+(``parse_text(as_dict=True)`` returns it; the models are built from it once per file):
+signatures, class declarations, ifs with their conditions, loops, self references and
+calls.  In two halves, so that an archive's files can all be walked before any condition
+is read (:mod:`codeparse.text.reader`):
 
-Calls and attribute reads are found by one left-to-right scan of each function body
-with the grammar's ``[scan].references`` pattern (strings are matched first and so
-skipped); a call's extent comes from the grammar's ``balanced`` pattern at its
-opening parenthesis.  No expression tree is built for that.
+* :meth:`Extractor.start` reads each class's declarations (``__parameters__``,
+  ``__buffers__``, attribute annotations) and walks each function's statements once,
+  recursing into blocks (:class:`_Walk`): every binding becomes a definition of its names
+  (tuple targets split by counting brackets), every if and loop is recorded with the
+  scopes that enclose it, and the function's :class:`~codeparse.infer.conditions.Inference`
+  and :class:`~codeparse.infer.conditions.Callee` are made.
+* :meth:`Extractor.finish` scans each function body left to right for calls and attribute
+  reads with one ``finditer`` of the grammar's ``[scan].references`` (strings matched first
+  and so skipped; no expression tree): a call's extent is counted from its parenthesis to
+  the closer on its line (:func:`~codeparse.parse.statements.nesting`, the grammar's
+  ``balanced`` where a string follows), a method call's receiver ``(recv).m(`` found the
+  same way (the grammar's ``receiver`` where counting cannot decide).  Then each if's and
+  loop's condition is answered by :mod:`codeparse.infer` (which reads the expressions it
+  needs into trees, :mod:`codeparse.parse.expressions`), and roles the class does not
+  declare are filled in from use.
 """
 
 from __future__ import annotations
@@ -150,9 +163,6 @@ class Extractor:
          self._structure, self._identifier) = _matchers(grammar)
 
     # -- files and classes -------------------------------------------------------
-    def file(self, body: list[Stmt]) -> tuple[list[dict], list[dict]]:
-        return self.finish(self.start(body))
-
     def start(self, body: list[Stmt]) -> tuple[list[dict], list]:
         """Every function prepared (definitions, returns) before any condition is read,
         so that calls to functions later in the text, or in other files, are followed too."""

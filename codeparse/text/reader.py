@@ -1,10 +1,35 @@
-"""From bytes or text to a parsed code file: decode, detect the grammar, parse, extract, infer.
+"""From bytes or text to a parsed code file: the parse path, one way through.
+
+Every code text takes the same four steps, each a function here, in this order:
+
+1. **Read** (:func:`parse_file`, :func:`parse_bytes`): one ``open`` and ``fstat``; a regular
+   file is read with one ``os.read`` of its size plus one byte (a file that grew is read on
+   in chunks, up to the limit, CP344 past it); NUL bytes make it binary (an
+   :class:`InputError`), undecodable UTF-8 is replaced and reported (CP110), a byte-order
+   mark dropped.
+2. **Prepare** (:func:`prepare_text`): the grammar is the newest whose ``[detect]``
+   features the first 4 KiB have (or the one forced, CP303 when its features do not
+   match); :func:`codeparse.parse.statements.parse_statements` reads the text into
+   statements with nested blocks (one ``re`` pass over the physical lines, one master
+   pattern per line, blocks by an indentation stack; CP101-CP112 for what it cannot read).
+3. **Start** (:func:`start_file`): :class:`codeparse.text.extract.Extractor` walks every
+   function's body once for its definitions, ifs and loops, and registers each function
+   (:class:`codeparse.infer.conditions.Callee`), so that a call into a function later in
+   the text, or in another file of an archive, can be followed before any condition is read.
+4. **Finish** (:func:`finish_file`): the extractor scans each body for calls and ``self``
+   references (one ``finditer`` of the grammar's ``[scan].references``), answers each
+   if's and loop's condition (:mod:`codeparse.infer`), and the file's plain data is
+   assembled with its diagnostics in text order: the dict of ``parse_text(as_dict=True)``,
+   or the :class:`CodeFile` built from it.
+
+:func:`parse_text` runs steps 2-4 on one text with the cyclic garbage collector paused
+(the caller's setting restored after).  An archive (:mod:`codeparse.text.program`) runs
+step 2 on every file first (reading :func:`declarations` from it), then step 3 on every
+file, then step 4, so that every class and function of the archive is known first.
 
 Nothing here prints; inputs that cannot be read at all raise :class:`InputError` (one line:
 path and reason); text that can be read is always parsed, its problems reported as
-diagnostics in the returned :class:`CodeFile`.  An archive's entries go through the same
-steps in three parts (:func:`prepare_text`, :func:`start_file`, :func:`finish_file`), so
-that declarations of every file are known before any function is walked.
+diagnostics in the returned :class:`CodeFile`.
 """
 
 from __future__ import annotations
@@ -180,11 +205,12 @@ class Prepared:
 
 @_collector_paused
 def prepare_text(text: str, path: Optional[str] = None, grammar: Optional[str] = None,
-                 _extra: Iterable[dict] = ()) -> Prepared:
-    """Detect the grammar and classify every statement of ``text`` (see :func:`parse_text`)."""
+                 _extra: Iterable[dict] = (), fallback: str = DEFAULT_GRAMMAR) -> Prepared:
+    """Detect the grammar and classify every statement of ``text`` (see :func:`parse_text`);
+    ``fallback`` is the grammar read where none is forced and none is detected (CP303)."""
     shown = path if path is not None else "-"
     detected = None if grammar else detect_grammar(text)
-    g = load_grammar(grammar or detected or DEFAULT_GRAMMAR)
+    g = load_grammar(grammar or detected or fallback)
     diagnostics = list(_extra)
     # A detected grammar's features matched already; a forced or fallback one may not.
     if detected is None and not features_match(g.id, text[:DETECT_WINDOW]):
