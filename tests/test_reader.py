@@ -49,6 +49,16 @@ def test_split_items_on_printed_calls():
     assert trailing and close == len(text) - 1
     assert split_items("f(a, , b)", 2, 9, finder, openers)[2] is None  # an empty item: no closer
     assert split_items("f(a, (b]", 2, 8, finder, openers) is FALLBACK  # brackets that do not nest
+    # With strings, read whole by the finder that reads them: their brackets and commas do not count.
+    finder, openers, _quotes = string_structure_finder(g)
+    text = 'f(getattr(self, "a,(b"), \'c]\', d=", ")'
+    spans, trailing, close = split_items(text, 2, len(text), finder, openers)
+    assert [text[a:b] for a, b in spans] == ['getattr(self, "a,(b")', "'c]'", 'd=", "']
+    assert not trailing and close == len(text) - 1
+    assert split_items('f(a, "b)', 2, 8, finder, openers) is FALLBACK  # a quote that starts no string
+    node = ExpressionReader(text, g).read(0, len(text))
+    assert [type(a).__name__ for a in node.args] == ["CallExpr", "Const"]
+    assert node.keywords[0][0] == "d" and node.keywords[0][1].text == '", "'
 
 
 _LEAF = st.text(st.sampled_from(list("a =.")), max_size=3)
@@ -100,19 +110,6 @@ def test_counted_items_agree_with_the_grammars_items_pattern_on_strings_in_brack
             strings=True)
 
 
-def test_strings_are_read_whole_when_counting():
-    g = load_grammar("torchscript-v2")
-    finder, openers, _quotes = string_structure_finder(g)
-    text = 'f(getattr(self, "a,(b"), \'c]\', d=", ")'
-    spans, trailing, close = split_items(text, 2, len(text), finder, openers)
-    assert [text[a:b] for a, b in spans] == ['getattr(self, "a,(b")', "'c]'", 'd=", "']
-    assert not trailing and close == len(text) - 1
-    assert split_items('f(a, "b)', 2, 8, finder, openers) is FALLBACK  # a quote that starts no string
-    node = ExpressionReader(text, g).read(0, len(text))
-    assert [type(a).__name__ for a in node.args] == ["CallExpr", "Const"]
-    assert node.keywords[0][0] == "d" and node.keywords[0][1].text == '", "'
-
-
 def _list_agrees(grammar_id: str, text: str) -> None:
     """split_list over ``text`` gives what a full match of the grammar's ``expr_items``
     gives (None where it does not match), or defers to it."""
@@ -158,6 +155,15 @@ def test_split_list_on_printed_targets():
 _RECEIVER_INSIDE = st.text(st.sampled_from(list("()[]{}ab, .\"'\n")), max_size=14)
 
 
+def _receiver(grammar_id: str, text: str):
+    """The scan's receiver finder over ``text`` (a whole text, read to its end)."""
+    from codeparse.infer.semantics import shared_semantics
+    from codeparse.parse.source import SourceText
+    from codeparse.text.extract import Extractor
+
+    return Extractor(SourceText(text, "-"), load_grammar(grammar_id), shared_semantics(), None)._receiver_finder(len(text))
+
+
 @pytest.mark.parametrize("grammar_id", grammar_ids())
 @settings(max_examples=300, deadline=None)
 @given(inside=_RECEIVER_INSIDE, after=st.sampled_from([").m(", ").m", ").(", ") .m(", ").m_1(x)", ")", "", ").m(("]))
@@ -165,25 +171,14 @@ def test_counted_receiver_agrees_with_the_grammars_receiver_pattern(grammar_id, 
     """The scan finds a method call's receiver by counting where the parenthesis closes on
     its line with no quote or separator inside: the same spans as ``[scan].receiver``, the
     same failures, whatever the text."""
-    from codeparse.infer.semantics import shared_semantics
-    from codeparse.parse.source import SourceText
-    from codeparse.text.extract import Extractor
-
-    g = load_grammar(grammar_id)
     text = "y = (" + inside + after + "\n"
-    receiver = Extractor(SourceText(text, "-"), g, shared_semantics(), None)._receiver_finder(len(text))
-    m = g.scan["receiver"].match(text, 4, len(text))
-    assert receiver(4) == (None if m is None else (*m.span("receiver"), *m.span("method")))
+    m = load_grammar(grammar_id).scan["receiver"].match(text, 4, len(text))
+    assert _receiver(grammar_id, text)(4) == (None if m is None else (*m.span("receiver"), *m.span("method")))
 
 
 def test_counted_receiver_on_printed_method_calls():
-    from codeparse.infer.semantics import shared_semantics
-    from codeparse.parse.source import SourceText
-    from codeparse.text.extract import Extractor
-
-    g = load_grammar("torchscript-v2")
     text = 'x = (self.layers[0]).forward((torch.cat([a, b], 1)).view(-1), "s")\n'
-    receiver = Extractor(SourceText(text, "-"), g, shared_semantics(), None)._receiver_finder(len(text))
+    receiver = _receiver("torchscript-v2", text)
     rs, re_, ms, me = receiver(text.index("("))
     assert (text[rs:re_], text[ms:me]) == ("self.layers[0]", "forward")
     rs, re_, ms, me = receiver(text.index("(torch"))
