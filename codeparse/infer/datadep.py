@@ -772,7 +772,8 @@ class ValueKinds:
                 return answer
             # A list an operator makes from lists (`split(x, sizes)`, `broadcast_tensors([a, b])`)
             # is as long as they are; from tensors alone (`unbind`, `size`), as their sizes say.
-            listed = [o for o in operands if (self._type(o) or "").startswith(_LIST_HEADS)]
+            listed = [o for o in operands if (self._type(o) or "").startswith(_LIST_HEADS)
+                      or self._type(o) is None and isinstance(o, CallExpr) and self._lengthy(o)]
             out = set(_CONSTANT)
             for o in operands:
                 if o in listed:
@@ -784,6 +785,10 @@ class ValueKinds:
                     out |= self.value(o)
             return frozenset(out)
         raise _GiveUp()
+
+    def _lengthy(self, node: CallExpr) -> bool:
+        """An untyped call whose operand is a list or dict (``torch.values(d)``): a container too."""
+        return any((self._type(o) or "").startswith(_LIST_HEADS) for o in self._operands(node)[:1])
 
     def _local_length(self, name: str) -> frozenset:
         defs = self._defs(name)
