@@ -42,10 +42,14 @@ walk back through producers:
 * An output of a ``prim::If`` depends on the same output of both blocks and on the If's own
   condition.  An output of a ``prim::Loop`` depends on the trip count, the initial
   condition, the block's continue-condition output, the initial value and the block's
-  output for that carried value.  Every value computed inside a loop body (counter,
-  carried values, and any node's output) depends on the loop's trip count and tests too
-  (rule 7: the trip count is what a trace unrolls; loop-carried values were once
-  excluded).  Cycles are cut with a visited set.
+  output for that carried value.  Inside the body, only what changes from pass to pass
+  depends on the loop (rule 7: the trip count is what a trace unrolls): the counter and
+  the carried values (block inputs) depend on the trip count, the initial condition and
+  the continue-condition the body computes (a ``while`` test computed again at the end of
+  the body), a carried value also on its initial value and the previous pass's; a value
+  computed in the body depends on the loop only through what it is computed from, so a
+  loop-invariant one (``self.training`` read in the body) keeps its own kind.  Cycles are
+  cut with a visited set.
 * The condition kind is the highest-priority kind among everything reached
   (:data:`KIND_PRIORITY`: tensor_value, tensor_shape, argument, attribute, runtime,
   unknown, constant); nothing reached at all means ``constant``.
@@ -216,6 +220,22 @@ def _walk_nodes(block) -> Iterator[torch._C.Node]:
             yield from _walk_nodes(sub)
 
 
+def _defining_operands(use) -> Optional[list]:
+    """The operands a mutation defines the value it mutates with (the value is the use's
+    first operand), or None when the use is no mutation: a list or dict mutator
+    (``aten::append(l, v)``: ``v``)."""
+    if use.offset != 0:
+        return None
+    kind = use.user.kind()
+    if kind.startswith("aten::") and kind[len("aten::"):] in MUTATORS:
+        return list(use.user.inputs())[1:]
+    return None
+
+
+def _is_mutated(value: torch._C.Value) -> bool:
+    return any(_defining_operands(u) is not None for u in value.uses())
+
+
 class _Analyzer:
     def __init__(
         self,
@@ -375,8 +395,7 @@ class _Analyzer:
 
         def push(v: torch._C.Value, m: Optional[str], f: int, at: Any = False) -> None:
             at = where(f) if at is False else at
-            mutated = any(_op_name(u.user)[1] in MUTATORS for u in v.uses())
-            if (f, v.unique(), m, at if mutated else None) not in seen:
+            if (f, v.unique(), m, at if _is_mutated(v) else None) not in seen:
                 stack.append((v, m, f, at))
 
         def enter(call: torch._C.Node, callee: "_Analyzer", f: int, prefix: Optional[str]) -> int:
@@ -386,8 +405,10 @@ class _Analyzer:
                 frames[len(frames)] = (callee, call, f, prefix)
             return frame_ids[key]
 
-        def loops_around(node: torch._C.Node, mode, f, stop_block=None) -> None:
-            """Rule 7: a value computed inside a loop depends on the loop's trip count and test."""
+        def loops_around(node: torch._C.Node, mode, f, stop_block) -> None:
+            """A mutation depends on the ifs and loops around it up to ``stop_block`` (where
+            the value it mutates was made): a loop runs it once per pass, so the value changes
+            from pass to pass (rule 7)."""
             block = node.owningBlock()
             while block is not None and block is not stop_block:
                 owner = block.owningNode()
@@ -399,14 +420,13 @@ class _Analyzer:
                     push(ins[1], mode, f)
                     push(list(next(iter(owner.blocks())).outputs())[0], mode, f,
                          (frames[f][0].order()[1].get(owner, 1 << 30), owner))
-                elif stop_block is not None and owner.kind() == "prim::If":
+                elif owner.kind() == "prim::If":
                     push(owner.inputsAt(0), mode, f)
                 block = owner.owningBlock()
 
         while stack:
             value, mode, f, at = stack.pop()
-            mutated = any(_op_name(u.user)[1] in MUTATORS for u in value.uses())
-            key = (f, value.unique(), mode, at if mutated else None)
+            key = (f, value.unique(), mode, at if _is_mutated(value) else None)
             if key in seen:
                 continue
             seen.add(key)
@@ -416,10 +436,10 @@ class _Analyzer:
             # where they can run before the read.
             for use in value.uses():
                 user = use.user
-                if use.offset == 0 and _op_name(user)[1] in MUTATORS and user.kind().startswith("aten::") \
-                        and an.runs_before(user, at):
+                defining = _defining_operands(use)
+                if defining is not None and an.runs_before(user, at):
                     at_node[0] = user
-                    for v in list(user.inputs())[1:]:
+                    for v in defining:
                         push(v, mode, f)
                     loops_around(user, mode, f, value.node().owningBlock())
             node = value.node()
@@ -469,13 +489,11 @@ class _Analyzer:
                 if pos > 0:
                     push(loop_ins[pos + 1], mode, f)
                     push(block_outs[pos], mode, f, end)
-                loops_around(owner, mode, f)
                 continue
             if kind == "prim::Constant":
                 if value.type().kind() != "FunctionType":
                     anon.add(mode or "constant")
                 continue
-            loops_around(node, mode, f)
             if kind == "prim::If":
                 pos = _output_index(node, value)
                 push(node.inputsAt(0), mode, f)

@@ -37,8 +37,11 @@ def test_unparsed_line_is_reported_with_position_and_rest_is_parsed():
     assert (diag.span.line, diag.span.column) == (4, 3)
     assert broken[diag.span.start:diag.span.end] == "_1 = = torch.select(_0, 0, 0)"
     assert diag.path == "broken.code"
-    # `_1` is undefined now: bool() of a value of no known type is no tensor read (rule 5).
-    assert kinds(cf) == ["unknown", "attribute", "attribute"]
+    # `_1` is undefined now, of no known type; but bool() of torch.eq's result converts a
+    # Tensor (torch.eq gives a Tensor or a bool, and a bool is never converted): rule 5.
+    assert kinds(cf) == ["tensor_value", "attribute", "attribute"]
+    assert [(s.ref, s.kind, s.type) for s in cf.functions[0].ifs[0].condition.sources] == [
+        ("_1", "tensor_value", "unknown")]
 
 
 def test_unbalanced_brackets_have_their_own_code():

@@ -471,6 +471,34 @@ class Rules(nn.Module):
         return getattr(self.seq, "0")(x)
 
 
+class LoopFlow(nn.Module):
+    """One ``if`` per rule of data flow through loops (see ``test_ir_oracle_loops``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.limit = 3
+
+    def forward(self, x: Tensor, n: int, keys: list[str]) -> Tensor:
+        for i in range(x.size(0)):
+            if self.limit > 2:  # 1 invariant in the loop: attribute
+                x.add_(1)
+            if i > n:  # 2 the counter: tensor_shape (and n)
+                x.add_(2)
+        k = 0
+        going = bool(x.sum() > 0)
+        while going:
+            if k > 1:  # 3 carried round a while whose test the body computes again
+                x.add_(3)
+            k += 1
+            going = bool(x.sum() > k)
+        seen: dict[str, int] = {}
+        for key in keys:
+            if key in seen:  # 4 a dict filled later in the body, read at the next pass
+                x.add_(4)
+            seen[key] = x.size(0)
+        return x
+
+
 def _forward_facts(module: nn.Module) -> ir_oracle.MethodFacts:
     scripted = torch.jit.script(module)
     facts = ir_oracle.module_facts(scripted)
@@ -565,6 +593,17 @@ def test_ir_oracle_rules():
     )
     assert facts.callmethod_receivers == Counter({"self.inner": 1, "self.seq.0": 1})
     assert all(loc is None or not loc[0].startswith("__torch__") for loc in facts.if_lines)
+
+
+def test_ir_oracle_loops():
+    facts = _forward_facts(LoopFlow())
+    assert facts.if_kinds == ["attribute", "tensor_shape", "tensor_value", "tensor_shape"]
+    assert facts.if_sources == [
+        {("self.limit", "attribute")},
+        {("x", "tensor_shape"), ("n", "argument")},
+        {("x", "tensor_value")},
+        {("x", "tensor_shape"), ("keys", "argument")},
+    ]
 
 
 def _strip_storages(data: bytes) -> bytes:

@@ -315,3 +315,41 @@ def test_rule_a_mutation_after_the_use_defines_nothing_there():
         ("tensor_shape", [("n", "tensor_shape", "int"), ("steps", "tensor_shape", "int"),
                           ("x", "tensor_shape", "Tensor")]),
     ]
+
+
+def test_rule_inside_a_loop_only_what_changes_depends_on_the_loop():
+    """``fixtures/models_rules_flow.py`` LoopInvariant (made by torch): in a loop over
+    ``range(xs.size(0))`` an attribute re-read in the body, ``self.training`` and an
+    argument's arithmetic keep their own kind, the counter's remainder and the carried
+    ``out`` depend on the loop; in a loop over an argument list a method of ``self`` and a
+    tracing predicate keep theirs, an element's size is the list's shape; an inner loop's
+    carried value started from a literal in each outer pass is constant."""
+    text = _summary(_forward("rule_loop_invariant"))
+    archive = _summary(_archive_forward("rule_loop_invariant", "LoopInvariant"))
+    for summary in (text, archive):
+        assert [kind for kind, _ in summary] == [
+            "attribute", "attribute", "tensor_shape", "argument", "tensor_value", "attribute", "runtime",
+            "tensor_shape", "constant", "tensor_shape",
+        ]
+    assert archive[0] == ("attribute", [("self.reset_every", "attribute", "int")])
+    assert archive[3] == ("argument", [("n", "argument", "int")])
+    assert archive[4] == ("tensor_value", [("n", "tensor_value", "int"), ("self.reset_every", "tensor_value", "int"),
+                                           ("self.training", "tensor_value", "bool"), ("xs", "tensor_value", "Tensor")])
+    assert archive[5] == ("attribute", [("self", "attribute", "__torch__.LoopInvariant"),
+                                        ("self.keypoint", "attribute", "bool")])
+    assert archive[6] == ("runtime", [("__torch__._is_tracing", "runtime", "bool")])
+    assert archive[7] == ("tensor_shape", [("feats", "tensor_shape", "List[Tensor]")])
+
+
+def test_rule_a_loop_back_edge_carries_what_the_body_computes():
+    """``fixtures/models_rules_flow.py`` LoopBackEdge (made by torch): a counter carried
+    round a ``while`` whose test is computed again at the end of the body depends on that
+    test (a tensor value); a dict filled after its read in a loop body holds, at the next
+    pass's read, what the body put in it (a size) and depends on the loop's list."""
+    expected = [
+        ("tensor_value", [("x", "tensor_value", "Tensor"), ("self.limit", "attribute", "int")]),
+        ("tensor_shape", [("x", "tensor_shape", "Tensor"), ("keys", "argument", "List[str]")]),
+    ]
+    assert _summary(_archive_forward("rule_loop_back_edge", "LoopBackEdge")) == expected
+    assert [k for k, _ in _summary(_forward("rule_loop_back_edge"))] == ["tensor_value", "tensor_shape"]
+

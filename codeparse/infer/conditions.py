@@ -26,10 +26,16 @@ rules (docs/how-it-works.md "What a condition depends on"; the tables are
 4. only operators are marked by name (``__torch__.*`` functions are user code);
 5. conversions mark ``tensor_value`` only on a Tensor; types come from declarations,
    casts, container element types, operator schemas and return annotations
-   (:mod:`~codeparse.infer.valuetypes`);
+   (:mod:`~codeparse.infer.valuetypes`); ``bool(op(...))`` converts a Tensor when the
+   operator returns nothing else besides a bool;
 6. ``lengths.tolist()`` on a local is a method call on ``lengths``;
-7. a value defined inside a loop depends on the loop's test or iterable, wherever it is
-   used; a value defined inside an ``if`` and used outside it depends on its condition;
+7. inside a loop only what changes from pass to pass depends on the loop's test or
+   iterable: the counter and elements (through the iterable a ``for`` target is bound
+   to), a value carried into a use from an earlier pass (a definition after the use in
+   the loop: the back edge, :meth:`~codeparse.infer.names.Names.carried`) and what is
+   computed from them, a container mutated in the loop, and the loop's outputs read
+   after it; a value computed in the body from what does not change keeps its own kind.
+   A value defined inside an ``if`` and used outside it depends on its condition;
 8. walking down from the condition, the first marking operator met (the one nearest
    the condition) decides the kind of everything beneath it;
 9. sources are listed deciding source first, then by kind priority, then by position
@@ -52,7 +58,7 @@ from .memo import DEEPEST_CYCLE, DepthLimit, Memo, TooDeep, depth, drive, drivin
 from .names import MAX_RESOLVE_DEPTH, Names, dotted, unquote
 from .resolved import Resolver
 from .semantics import Semantics
-from .sources import EMPTY, PRIORITY, RANK, VALUE_MARKS, remark, union, union2
+from .sources import EMPTY, PRIORITY, RANK, VALUE_MARKS, remark, union
 from .types import literal_type
 from .valuetypes import ValueTypes
 
@@ -91,19 +97,20 @@ class Inference:
         self._defs_before = names.defs_before
         self._controls = names.controls
         self._mutated = names.mutated
+        self._in_loop = names.in_loop
+        self._carried = names.carried
         self.expr_type = types.expr_type
         self.name_type = types.name_type
         self.method_operator = types.method_operator
         self._is_tensor = types.is_tensor
+        self._converts_tensor = types.converts_tensor
         self._listed = types.listed
         self._ref_type = types.ref_type
         self.callee_of = calls.callee_of
         self._follow = calls.follow
         self.resolved = resolver.resolved
         self._memo_results = memo.results
-        self._memo = memo.memo
         self._enter = memo.enter
-        self._loop_keys: dict[tuple, Optional[tuple]] = {}  # scopes -> memo key of its loops
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
 
     # -- conditions ------------------------------------------------------------
@@ -169,28 +176,27 @@ class Inference:
                 leaf = self._leaves[name] = self._leaf(name)
             if type(leaf) is tuple:
                 return leaf
+            # Rule 7: the loops that carry a value of the name into this use.
+            carried = self._carried(name, node.start, scopes) if scopes and name in self._in_loop else ()
             if name in self._mutated:
                 kept = self._defs_before(name, node.start, scopes)
                 if kept is not None:  # a mutation after this use defines nothing here
-                    key = ("before", name, scopes, tuple(id(d) for d in kept))
+                    key = ("before", name, scopes, tuple(id(d) for d in kept), carried)
                     found = self._memo_results.get(key)
                     if found is not None:
                         return found
-                    return self._enter(key, self._visit_some, (name, scopes, kept))
-            key = (name, scopes)  # a use of the name (see _memo for the other kinds of entry)
+                    return self._enter(key, self._visit_some, (name, scopes, kept, carried))
+            # A use of the name (see memo for the other kinds of entry).
+            key = (name, scopes, carried) if carried else (name, scopes)
             found = self._memo_results.get(key)
             if found is not None:
                 return found
             if leaf is not None:
                 return self._visit_single(name, leaf, key)
-            return self._enter(key, self._visit_name, (name, scopes))
+            return self._enter(key, self._visit_name, (name, scopes, carried))
         sem = self.sem
         if kind is CallExpr:
-            result = self._visit_call(node, scopes)
-            func = node.func
-            if type(func) is Name and func.id in sem.intrinsics and func.id != "getattr":
-                return result  # `annotate(T, v)`, `range(n)`: no computation of their own
-            return self._in_loops(result, scopes) if scopes else result
+            return self._visit_call(node, scopes)
         if kind is Const:
             return EMPTY
         if isinstance(node, Opaque):
@@ -204,9 +210,9 @@ class Inference:
                 root = root.value
             if isinstance(root, Name) and root.id in (sem.constants_object, "torch", sem.root):
                 return EMPTY  # CONSTANTS.c0, torch.float32, __torch__.Color.RED: fixed values
-            return self._in_loops(self._visit(node.value, scopes), scopes)
+            return self._visit(node.value, scopes)
         if isinstance(node, (Index, Seq)):
-            return self._in_loops(self._visit_all(node.children(), scopes), scopes)
+            return self._visit_all(node.children(), scopes)
         return EMPTY
 
     def _leaf(self, name: str):
@@ -296,20 +302,7 @@ class Inference:
             return first
         return frozenset(sources), frozenset(pins)
 
-    def _in_loops(self, result, scopes: tuple[Scope, ...]):
-        """Rule 7: a value computed inside a loop depends on the loop's test or iterable."""
-        if not scopes:
-            return result
-        key = self._loop_keys.get(scopes, False)
-        if key is False:
-            loops = tuple(i for i, scope in enumerate(scopes) if scope.kind in ("for", "while"))
-            key = self._loop_keys[scopes] = ("loops", tuple(scopes[i].key for i in loops), loops) if loops else None
-        if key is None:
-            return result
-        deps = self._memo(key, self._visit_loops, scopes, key[2])
-        return union2(result, deps) if deps[0] else result
-
-    def _visit_name(self, name: str, scopes: tuple[Scope, ...]):
+    def _visit_name(self, name: str, scopes: tuple[Scope, ...], carried: tuple[Scope, ...]):
         path = self.name_path(name)
         if path and path != self.facts.self_name:
             return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
@@ -322,10 +315,11 @@ class Inference:
             else:
                 defs = self._enter(name, self._visit_defs, (name,))
         parts = [defs]
-        # Control dependence: the ifs around a definition that do not also surround the
-        # use, and every loop around it (rule 7: the trip count decides it).
+        # Control dependence: the ifs and loops around a definition that do not also
+        # surround the use (a loop's outputs depend on its trip count), and the loops that
+        # carry a definition into the use (rule 7).
         for scope, def_scopes in self._controls(name):
-            if scope.kind != "if" or scope not in scopes:
+            if scope not in scopes or scope in carried:
                 key = ("test", scope, def_scopes)
                 found = self._memo_results.get(key)
                 if found is None:
@@ -333,7 +327,8 @@ class Inference:
                 parts.append(found)
         return union(parts)
 
-    def _visit_some(self, name: str, scopes: tuple[Scope, ...], kept: tuple[Definition, ...]):
+    def _visit_some(self, name: str, scopes: tuple[Scope, ...], kept: tuple[Definition, ...],
+                    carried: tuple[Scope, ...]):
         """A use of a name that only some of its definitions reach (see _defs_before): as
         _visit_name, over those definitions and the ifs and loops around them."""
         path = self.name_path(name)
@@ -349,7 +344,7 @@ class Inference:
                 if scope.kind in ("if", "for", "while"):
                     controls.setdefault((scope, d.scopes), None)
         for scope, def_scopes in controls:
-            if scope.kind != "if" or scope not in scopes:
+            if scope not in scopes or scope in carried:
                 key = ("test", scope, def_scopes)
                 found = memo.get(key)
                 if found is None:
@@ -368,9 +363,6 @@ class Inference:
 
     def _visit_test(self, scope: Scope, scopes: tuple[Scope, ...]):
         return self._visit(self.tree(scope.test), scopes)
-
-    def _visit_loops(self, scopes: tuple[Scope, ...], loops: tuple[int, ...]):
-        return union([self._visit(self.tree(scopes[i].test), scopes[:i]) for i in loops])
 
     def _visit_def(self, d: Definition):
         if d.value is None:
@@ -450,7 +442,7 @@ class Inference:
                 # `len(t)`, and `len(t.tolist())`: the list's length is t's size, not its values.
                 mark = "tensor_shape" if (args and (self._is_tensor(args[0]) or self._listed(args[0]))) else None
             elif role == "conversion":
-                mark = "tensor_value" if (args and self._is_tensor(args[0])) else None
+                mark = "tensor_value" if (args and self._converts_tensor(name, args[0])) else None
             elif len(args) == 2:  # a comparison
                 pins = self._pins(args)
         if mark in VALUE_MARKS and args:

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Callable, Optional
 if TYPE_CHECKING:  # callees imports this module
     from .callees import Callee
 
-__all__ = ["Definition", "Scope", "FunctionFacts"]
+__all__ = ["Definition", "Scope", "FunctionFacts", "LOOPS", "MUTATIONS"]
+
+#: Scope kinds that run their body once per pass.
+LOOPS = ("for", "while")
+#: Definition kinds that change a value in place: a container mutator (`torch.append(l, v)`).
+MUTATIONS = ("mutate",)
 
 
 class Scope:

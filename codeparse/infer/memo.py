@@ -146,9 +146,10 @@ class Memo:
         grow), then memoized together.  So every entry is computed once, plus a few rounds
         per cycle, whatever the number of paths through it.
 
-        Keys, each kind its own shape (cheap to hash): ``(name, scopes)`` a use of a name,
-        ``name`` its definitions together, ``id(definition)`` one definition,
-        ``("test", scope, scopes)`` an enclosing test, ``("loops", ...)`` the loops around a use."""
+        Keys, each kind its own shape (cheap to hash): ``(name, scopes)`` a use of a name
+        (``(name, scopes, loops)`` one that loops carry a value into), ``name`` its
+        definitions together, ``id(definition)`` one definition, ``("test", scope, scopes)``
+        an enclosing test, ``("before", ...)`` a use that only some definitions reach."""
         found = self.results.get(key)
         if found is not None:
             return found

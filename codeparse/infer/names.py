@@ -17,9 +17,10 @@ attributes) and the semantic tables.  Gives, per function and memoized:
   name, a function of the program, reached directly or through a local bound to it), and
   whether ``name.method`` has a local receiver (a method call on a value, not a module
   path);
-* for control dependence: the ifs and loops around a name's definitions, and the
+* for control dependence: the ifs and loops around a name's definitions, the
   definitions that can run before a use (a mutation later in the text, with no loop
-  around both, cannot).
+  around both, cannot), and the loops that carry a value of a name from one pass into a
+  use (see :meth:`Names.carried`).
 
 Nothing here classifies: :mod:`~codeparse.infer.conditions` reads these answers.
 """
@@ -29,7 +30,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Name, Seq, names_in
-from .facts import Definition, FunctionFacts, Scope
+from .facts import LOOPS, MUTATIONS, Definition, FunctionFacts, Scope
 from .semantics import Semantics
 
 MAX_RESOLVE_DEPTH = 24  # single definitions followed from one name (`y = y` in broken text stops)
@@ -51,7 +52,11 @@ class Names:
         self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
         self._locals: dict[tuple[int, int], bool] = {}  # `a.f` span -> is `a` a local receiver
         self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
-        self.mutated = {name for name, defs in facts.defs.items() if any(d.kind == "mutate" for d in defs)}
+        self.mutated = {name for name, defs in facts.defs.items() if any(d.kind in MUTATIONS for d in defs)}
+        # Names with a definition inside a loop: a use may see the value of an earlier pass.
+        self.in_loop = {name for name, defs in facts.defs.items()
+                        if any(scope.kind in LOOPS for d in defs for scope in d.scopes)}
+        self._carried: dict[tuple[str, int], tuple[Scope, ...]] = {}  # (name, use offset) -> carried
         if facts.self_name in facts.params:
             self._paths[facts.self_name] = facts.self_name
 
@@ -211,9 +216,39 @@ class Names:
         mutation cannot (it comes after the use in the text, and no loop encloses both):
         None when every definition can."""
         defs = self.facts.defs[name]
-        kept = tuple(d for d in defs if d.kind != "mutate" or d.start < at or any(
-            scope.kind in ("for", "while") and scope in scopes for scope in d.scopes))
+        kept = tuple(d for d in defs if d.kind not in MUTATIONS or d.start < at or any(
+            scope.kind in LOOPS and scope in scopes for scope in d.scopes))
         return None if len(kept) == len(defs) else kept
+
+    def carried(self, name: str, at: int, scopes: tuple[Scope, ...]) -> tuple[Scope, ...]:
+        """The loops around a use of ``name`` at offset ``at`` (with ``scopes`` around it)
+        that carry a value of ``name`` from one pass into the use: the innermost loop
+        around both the use and a definition after it in the text (the loop's back edge
+        brings the previous pass's value: a counter or a ``while`` test computed again at
+        the end of the body), and every loop around a mutation of a container made outside
+        that loop (it keeps what earlier passes put in).  A definition before the use in the
+        same pass gives that pass's value: no loop carries it."""
+        key = (name, at)
+        found = self._carried.get(key)
+        if found is not None:
+            return found
+        defs = self.facts.defs[name]
+        out: list = []
+        for d in defs:
+            if d.kind in MUTATIONS:
+                for scope in d.scopes:
+                    if scope.kind in LOOPS and scope in scopes and scope not in out and any(
+                            e.kind not in MUTATIONS and scope not in e.scopes for e in defs):
+                        out.append(scope)
+            elif d.start > at:
+                innermost = None
+                for scope in d.scopes:
+                    if scope.kind in LOOPS and scope in scopes:
+                        innermost = scope
+                if innermost is not None and innermost not in out:
+                    out.append(innermost)
+        found = self._carried[key] = tuple(out)
+        return found
 
 
 def _joined(base: Optional[str], attr: str) -> Optional[str]:

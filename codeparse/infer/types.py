@@ -142,6 +142,11 @@ def _accepts(param: str, arg: Optional[str]) -> bool:
     return arg == param
 
 
+def operator_return_types(op: str) -> frozenset:
+    """Every type an overload of operator ``op`` returns (None for a tuple or nothing)."""
+    return frozenset(returns for _, _, returns in _overloads(op))
+
+
 def operator_return_type(op: str, arg_types: list[Optional[str]]) -> Optional[str]:
     """The return type of operator ``op`` called with positional arguments of these types,
     when every overload that accepts them agrees (``aten::div`` on two floats: ``float``)."""

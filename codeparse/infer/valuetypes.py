@@ -9,7 +9,8 @@ by its schema (``grammars/operators.json.gz``, :mod:`~codeparse.infer.types`), a
 a callee's return annotation; a name's type is its definitions' types when they agree (a
 parameter's is declared, a ``for`` over ``range`` gives ``int``).  Also which operands are
 Tensors, which method calls are Tensor methods (``lengths.tolist()`` is ``aten::tolist``)
-and which simple operand a source stands for (a parameter or a path from ``self``).
+and which simple operand a source stands for (a parameter or a path from ``self``), and
+whether a conversion converts a Tensor (also when only its operator's schema decides it).
 
 How: each name is typed once (memoized, with a cycle guard); a chain of names deeper than
 ``_MAX_TYPE_NESTING`` is typed from where it stopped first and then again from the top
@@ -24,8 +25,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, Index, Name
+from .facts import MUTATIONS
 from .names import MAX_RESOLVE_DEPTH, Names
-from .types import element_type, literal_type, operator_return_type
+from .types import element_type, literal_type, operator_return_type, operator_return_types
+
+# A conversion operator and the type it converts to (no cast of a value to its own type is printed).
+_CONVERTED = {"Bool": "bool", "Int": "int", "Float": "float", "Complex": "complex"}
 
 if TYPE_CHECKING:
     from .callees import Callee
@@ -109,7 +114,7 @@ class ValueTypes:
             if kind == "operator" and target:
                 name = target.rpartition(":")[2]
                 if name in sem.conversions or name == "len":
-                    return {"Bool": "bool", "Int": "int", "Float": "float", "Complex": "complex"}.get(name, "int")
+                    return _CONVERTED.get(name, "int")
                 return operator_return_type(target, [self.expr_type(a, depth + 1) for a in node.args])
             callee = self.callee_of(node)
             if callee is not None:
@@ -160,7 +165,7 @@ class ValueTypes:
         try:
             found: set = set()
             for d in facts.defs.get(name, ()):
-                if d.kind == "mutate":
+                if d.kind in MUTATIONS:
                     continue
                 if d.annotation:
                     found.add(d.annotation)
@@ -194,7 +199,7 @@ class ValueTypes:
             self._typed.add(name)
             first = None
             for d in defs[name]:
-                if d.value is None or d.kind == "mutate":
+                if d.value is None or d.kind in MUTATIONS:
                     continue
                 first = d.start if first is None else min(first, d.start)
                 if not d.annotation:
@@ -215,6 +220,24 @@ class ValueTypes:
             typ = self.expr_type(node)
             found = self._tensors[key] = typ is not None and typ in self.sem.tensor_types
         return found
+
+    def converts_tensor(self, conversion: str, operand: Expr) -> bool:
+        """Whether ``bool(operand)`` (``int``, ``float``, ``complex``: the operator named
+        ``conversion``) converts a Tensor: ``operand`` is typed a Tensor, or it is an
+        operator's result and a Tensor is all that operator returns besides the
+        conversion's own type (``bool(torch.gt(torch.sum(w), 0))`` whatever ``w`` is:
+        ``torch.gt`` gives a Tensor or a bool, and no cast of a bool to bool is printed)."""
+        if self.is_tensor(operand):
+            return True
+        if type(operand) is not CallExpr:
+            return False
+        kind, target = self.callee_target(operand.func)
+        if kind != "operator" or not target:
+            target = self.method_operator(operand)
+            if target is None:
+                return False
+        returns = operator_return_types(target) - {_CONVERTED.get(conversion)}
+        return bool(returns) and returns <= self.sem.tensor_types
 
     def method_operator(self, node: CallExpr) -> Optional[str]:
         """``lengths.tolist()`` on a Tensor local: the operator ``aten::tolist``."""
