@@ -31,7 +31,9 @@ walk back through producers:
   run before the use: it comes before the node that reads the value (in the graph's
   pre-order), or a loop encloses both (a later pass).  A mutation after the use, such as
   ``info["size"] = ...`` inside the then-block of ``if "size" not in info:``, is no
-  definition at that use.
+  definition at that use.  An object built in the code (``prim::CreateObject``) is defined
+  the same way by its ``__init__`` call (every argument) and by ``prim::SetAttr`` on it (the
+  value set): ``box.x`` read after ``Box(x * 2, y)`` depends on ``x`` and ``y``.
 * Calls are followed (rule 3): the receiver of a ``prim::CallMethod`` is a source (a path
   rooted at self is ``attribute``); when the callee's graph is known (``follow=True``) the
   walk enters it at its outputs, in a frame of its own where the callee's inputs lead back
@@ -223,12 +225,19 @@ def _walk_nodes(block) -> Iterator[torch._C.Node]:
 def _defining_operands(use) -> Optional[list]:
     """The operands a mutation defines the value it mutates with (the value is the use's
     first operand), or None when the use is no mutation: a list or dict mutator
-    (``aten::append(l, v)``: ``v``)."""
+    (``aten::append(l, v)``: ``v``), and on an object built in the code
+    (``prim::CreateObject``) its ``__init__`` call (every argument) and an attribute set
+    (``prim::SetAttr``: the value set)."""
     if use.offset != 0:
         return None
-    kind = use.user.kind()
+    user = use.user
+    kind = user.kind()
     if kind.startswith("aten::") and kind[len("aten::"):] in MUTATORS:
-        return list(use.user.inputs())[1:]
+        return list(user.inputs())[1:]
+    if user.inputsAt(0).node().kind() != "prim::CreateObject":
+        return None
+    if kind == "prim::SetAttr" or (kind == "prim::CallMethod" and user.s("name") == "__init__"):
+        return list(user.inputs())[1:]
     return None
 
 
@@ -432,8 +441,9 @@ class _Analyzer:
             seen.add(key)
             an, call, parent, prefix = frames[f]
 
-            # Rule 2: list mutators (`torch.append(l, v)`) are definitions of the list,
-            # where they can run before the read.
+            # Rule 2: list mutators (`torch.append(l, v)`) are definitions of the list, and
+            # `__init__` and attribute sets of an object built in the code definitions of the
+            # object, where they can run before the read.
             for use in value.uses():
                 user = use.user
                 defining = _defining_operands(use)

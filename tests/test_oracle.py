@@ -471,6 +471,14 @@ class Rules(nn.Module):
         return getattr(self.seq, "0")(x)
 
 
+class _Pair:
+    """A TorchScript class: objects of it are built in the code (``prim::CreateObject``)."""
+
+    def __init__(self, a: Tensor, b: int):
+        self.a = a
+        self.b = b
+
+
 class LoopFlow(nn.Module):
     """One ``if`` per rule of data flow through loops (see ``test_ir_oracle_loops``)."""
 
@@ -496,6 +504,23 @@ class LoopFlow(nn.Module):
             if key in seen:  # 4 a dict filled later in the body, read at the next pass
                 x.add_(4)
             seen[key] = x.size(0)
+        return x
+
+
+class Objects(nn.Module):
+    """One ``if`` per rule of objects built in the code (see ``test_ir_oracle_objects``)."""
+
+    def forward(self, x: Tensor, n: int) -> Tensor:
+        p = _Pair(x, n)
+        if p.b > 1:  # 1 __init__ defines the object
+            x.add_(5)
+        q = _Pair(x, 1)
+        q.b = n
+        if q.b > 2:  # 2 so does an attribute set
+            x.add_(6)
+        r = _Pair(torch.zeros(1), 2)
+        if r.b > 1:  # 3 built from literals only
+            x.add_(7)
         return x
 
 
@@ -603,6 +628,16 @@ def test_ir_oracle_loops():
         {("x", "tensor_shape"), ("n", "argument")},
         {("x", "tensor_value")},
         {("x", "tensor_shape"), ("keys", "argument")},
+    ]
+
+
+def test_ir_oracle_objects():
+    facts = _forward_facts(Objects())
+    assert facts.if_kinds == ["argument", "argument", "constant"]
+    assert facts.if_sources == [
+        {("x", "argument"), ("n", "argument")},
+        {("x", "argument"), ("n", "argument")},
+        set(),
     ]
 
 

@@ -13,8 +13,9 @@ __all__ = ["Definition", "Scope", "FunctionFacts", "LOOPS", "MUTATIONS"]
 
 #: Scope kinds that run their body once per pass.
 LOOPS = ("for", "while")
-#: Definition kinds that change a value in place: a container mutator (`torch.append(l, v)`).
-MUTATIONS = ("mutate",)
+#: Definition kinds that change a value in place: a container mutator (`torch.append(l, v)`),
+#: and on an object built in the code its `__init__` call and an attribute set (`box.y = v`).
+MUTATIONS = ("mutate", "init", "setattr")
 
 
 class Scope:
@@ -38,10 +39,11 @@ class Scope:
 @dataclass(slots=True)
 class Definition:
     """One binding of a name: an assignment, a for target, a parameter, or a mutation
-    (``torch.append(l, v)`` defines ``l``; ``value`` is then the whole call)."""
+    (``torch.append(l, v)`` defines ``l``, ``(obj).__init__(a, b)`` defines ``obj``: ``value``
+    is then the whole call; ``obj.y = v`` defines ``obj``: ``value`` is ``v``)."""
 
     name: str
-    kind: str  # "assign", "for", "with", "param", "mutate"
+    kind: str  # "assign", "for", "with", "param", "mutate", "init", "setattr"
     value: Optional[tuple[int, int]]  # span of the value expression
     element: Optional[int]  # index into a tuple value that is not a display
     scopes: tuple[Scope, ...]

@@ -6,7 +6,8 @@ are available (their return annotations).  Gives the type of an expression when 
 decides it, else None: a literal's type, a declared attribute's, an element of a typed
 container (``List[T]``, ``Dict[K, V]``, a tuple at a literal index), an operator's result
 by its schema (``grammars/operators.json.gz``, :mod:`~codeparse.infer.types`), a cast's,
-a callee's return annotation; a name's type is its definitions' types when they agree (a
+a callee's return annotation, ``T.__new__(T)``'s class ``T`` and the attributes that class
+declares; a name's type is its definitions' types when they agree (a
 parameter's is declared, a ``for`` over ``range`` gives ``int``).  Also which operands are
 Tensors, which method calls are Tensor methods (``lengths.tolist()`` is ``aten::tolist``)
 and which simple operand a source stands for (a parameter or a path from ``self``), and
@@ -26,9 +27,10 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, Index, Name
 from .facts import MUTATIONS
-from .names import MAX_RESOLVE_DEPTH, Names
+from .names import MAX_RESOLVE_DEPTH, Names, dotted
 from .types import element_type, literal_type, operator_return_type, operator_return_types
 
+_NEW = ".__new__"  # `T.__new__(T)` makes an object of class T (its `__init__` call follows)
 # A conversion operator and the type it converts to (no cast of a value to its own type is printed).
 _CONVERTED = {"Bool": "bool", "Int": "int", "Float": "float", "Complex": "complex"}
 
@@ -91,6 +93,12 @@ class ValueTypes:
                 root = root.value
             if isinstance(root, Name) and root.id == sem.constants_object:
                 return "Tensor"
+            # An attribute of an object of a class the program declares (`box.x`).
+            base = self.expr_type(node.value, depth + 1)
+            if base and base.startswith(sem.root + ".") and self.facts.types is not None:
+                attrs = self.facts.types(base)
+                if attrs is not None:
+                    return attrs.get(node.attr, (None, None))[1]
             return None
         if isinstance(node, Index):
             base = self.expr_type(node.value, depth + 1)
@@ -116,6 +124,10 @@ class ValueTypes:
                 if name in sem.conversions or name == "len":
                     return _CONVERTED.get(name, "int")
                 return operator_return_type(target, [self.expr_type(a, depth + 1) for a in node.args])
+            if kind == "function" and target and target.endswith(_NEW) and len(node.args) == 1:
+                built = dotted(node.args[0])
+                if built is not None and built == target[:-len(_NEW)]:
+                    return built  # `T.__new__(T)`: an object of class T
             callee = self.callee_of(node)
             if callee is not None:
                 return callee.returns

@@ -744,6 +744,9 @@ class Extractor:
                 ref["role"] = "attribute"
 
 
+_INIT = ").__init__("  # `(obj).__init__(...)`: the constructor call that follows `T.__new__(T)`
+
+
 class _Walk:
     """One pass over a function body: definitions, ifs, loops, assignment targets."""
 
@@ -794,6 +797,9 @@ class _Walk:
     def mutation(self, span: tuple[int, int], scopes, start: int) -> None:
         """``torch.append(l, v)``: a definition of ``l`` (rule 2)."""
         text = self.text
+        if text.startswith("(", span[0]) and text.find(_INIT, span[0], span[1]) != -1:
+            self.initialized(span, scopes, start)
+            return
         paren = text.find("(", span[0], span[1])
         if paren == -1:
             return
@@ -813,6 +819,29 @@ class _Walk:
             if name in self.facts.defs:
                 self.facts.defs[name].append(Definition(name, "mutate", span, None, scopes, None, start))
 
+    def initialized(self, span: tuple[int, int], scopes, start: int) -> None:
+        """``(obj).__init__(a, b)``: a definition of the object ``obj`` built in the code."""
+        from ..parse.expressions import Attr, CallExpr, Name
+
+        node = self.ex.reader.read(*span)
+        if isinstance(node, CallExpr) and isinstance(node.func, Attr) and isinstance(node.func.value, Name):
+            self._object_def(node.func.value.id, "init", span, scopes, start)
+
+    def attribute_set(self, targets: tuple[int, int], value: tuple[int, int], scopes, start: int) -> None:
+        """``obj.attr = v``: a definition of the object ``obj`` built in the code, by ``v``."""
+        from ..parse.expressions import Attr, Name
+
+        node = self.ex.reader.read(*targets)
+        if isinstance(node, Attr) and isinstance(node.value, Name):
+            self._object_def(node.value.id, "setattr", value, scopes, start)
+
+    def _object_def(self, name: str, kind: str, span: tuple[int, int], scopes, start: int) -> None:
+        """An object's ``__init__`` or attribute set defines it, when it is a local (an
+        object built in the code), never a parameter or ``self``."""
+        defs = self.facts.defs.get(name)
+        if defs and all(d.kind != "param" for d in defs) and name != self.facts.self_name:
+            defs.append(Definition(name, kind, span, None, scopes, None, start))
+
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
         typed = self.ex._typed_rules
         for s in stmts:
@@ -822,9 +851,11 @@ class _Walk:
                 has_type = typed.get(s.rule)
                 if has_type is None:  # once per rule: does it capture a declared type?
                     has_type = typed[s.rule] = "type" in s.match.re.groupindex
-                self.bind(s.span_of("targets"), "assign", value, scopes, s.start,
-                          s.group("type") if has_type else None)
+                targets = s.span_of("targets")
+                self.bind(targets, "assign", value, scopes, s.start, s.group("type") if has_type else None)
                 self.mutation(value, scopes, s.start)
+                if self.text.find(".", *targets) != -1:
+                    self.attribute_set(targets, value, scopes, s.start)
             elif k == "expr":
                 self.mutation(s.span_of("value"), scopes, s.start)
             elif k == "return":
