@@ -325,19 +325,40 @@ class FunctionDataDependence:
             if isinstance(n, CallExpr):
                 kind, name = self._op(n)
                 if kind == "operator" and name in self.table.shape_reads and n.args:
-                    if name in self.inf.sem.tensor_only and not self._is_tensor_operand(n.args[0]):
-                        pass
-                    else:
-                        r = self.tensor(n.args[0], 0)
+                    read = n.args[0]
+                    if name in self.inf.sem.tensor_only and not self._is_tensor_operand(read):
+                        # `len(t.tolist())` is t's size; of any other list, the list's length
+                        read = self._listed_from(read, 0)
+                    if read is not None:
+                        r = self.tensor(read, 0)
                         if r is not None:
                             hit = True
                             found.update(r)
-                            text = self.inf.text[n.args[0].start:n.args[0].end]
+                            text = self.inf.text[read.start:read.end]
                             if text not in self.shape_operands:
                                 self.shape_operands.append(text)
                         continue
             stack.extend(n.children())
         return frozenset(found) if hit else _NOT
+
+    def _listed_from(self, node: Expr, depth: int) -> Optional[Expr]:
+        """The tensor a list was made from by ``tolist()`` (through locals), or None."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(node, Name):
+            defs = self._defs(node.id)
+            if len(defs) != 1:
+                return None
+            value = self.inf.value_of(defs[0])
+            return self._listed_from(value, depth + 1) if value is not None else None
+        if isinstance(node, CallExpr):
+            kind, name = self._op(node)
+            if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
+                return self._listed_from(node.args[-1], depth + 1)
+            if kind == "operator" and name == "tolist":
+                return node.func.value if self.inf.method_operator(node) is not None else (
+                    node.args[0] if node.args else None)
+        return None
 
     def conversions(self, calls: list[dict]) -> list[tuple[int, int]]:
         """Spans of ``int``/``float``/``bool`` calls on tensor values among ``calls``: of a
