@@ -17,7 +17,11 @@ This module answers that for one function, over the definitions that
   the spans of the conversions (``bool(...)``, ``torch.item(...)``) it rests on, which
   is where torch reports the failure as often as at the ``if``;
 * :meth:`FunctionDataDependence.conversions` -- ``int``/``float``/``bool`` of a
-  tensor's value anywhere in the function.
+  tensor's value anywhere in the function;
+* :class:`ValueKinds` -- for a condition inference files as ``tensor_value`` (or a
+  conversion): what its Python value rests on when no tensor's value reaches it (a list's
+  length, whether a value is None, a dict's keys, sizes, arguments, attributes), read from
+  the text and its types through calls; the export rules take that kind instead.
 
 Calls are followed through the callees that inference knows
 (:class:`codeparse.infer.callees.Callee`: the same text, or any file of an archive):
