@@ -32,8 +32,10 @@ walk back through producers:
   pre-order), or a loop encloses both (a later pass).  A mutation after the use, such as
   ``info["size"] = ...`` inside the then-block of ``if "size" not in info:``, is no
   definition at that use.  An object built in the code (``prim::CreateObject``) is defined
-  the same way by its ``__init__`` call (every argument) and by ``prim::SetAttr`` on it (the
-  value set): ``box.x`` read after ``Box(x * 2, y)`` depends on ``x`` and ``y``.
+  the same way by its ``__init__`` call (every argument), by ``prim::SetAttr`` on it (the
+  value set) and by a call of a method whose graph sets an attribute of its object, or
+  whose graph is not followed (every argument): ``box.x`` read after ``Box(x * 2, y)``
+  depends on ``x`` and ``y``.
 * Calls are followed (rule 3): the receiver of a ``prim::CallMethod`` is a source (a path
   rooted at self is ``attribute``); when the callee's graph is known (``follow=True``) the
   walk enters it at its outputs, in a frame of its own where the callee's inputs lead back
@@ -222,12 +224,14 @@ def _walk_nodes(block) -> Iterator[torch._C.Node]:
             yield from _walk_nodes(sub)
 
 
-def _defining_operands(use) -> Optional[list]:
+def _defining_operands(use, an: Optional["_Analyzer"] = None) -> Optional[list]:
     """The operands a mutation defines the value it mutates with (the value is the use's
     first operand), or None when the use is no mutation: a list or dict mutator
     (``aten::append(l, v)``: ``v``), and on an object built in the code
-    (``prim::CreateObject``) its ``__init__`` call (every argument) and an attribute set
-    (``prim::SetAttr``: the value set)."""
+    (``prim::CreateObject``) its ``__init__`` call (every argument), an attribute set
+    (``prim::SetAttr``: the value set) and a call of another method whose body sets an
+    attribute of its object (every argument) or is not known (``an`` cannot find it: the
+    method may set one)."""
     if use.offset != 0:
         return None
     user = use.user
@@ -238,10 +242,26 @@ def _defining_operands(use) -> Optional[list]:
         return None
     if kind == "prim::SetAttr" or (kind == "prim::CallMethod" and user.s("name") == "__init__"):
         return list(user.inputs())[1:]
+    if kind == "prim::CallMethod":
+        callee = an._callee(user) if an is not None else None
+        if callee is None or _sets_attributes(callee[1]):
+            return list(user.inputs())[1:]
     return None
 
 
+def _sets_attributes(graph: torch._C.Graph) -> bool:
+    """Whether a method's graph sets an attribute of its own object (input 0)."""
+    inputs = list(graph.inputs())
+    if not inputs:
+        return False
+    obj = inputs[0].unique()
+    return any(node.kind() == "prim::SetAttr" and node.inputsAt(0).unique() == obj
+               for node in _walk_nodes(graph.block()))
+
+
 def _is_mutated(value: torch._C.Value) -> bool:
+    """Whether a read of ``value`` may see a mutation (any call on an object built in the
+    code counts: the memo key then holds where the read is)."""
     return any(_defining_operands(u) is not None for u in value.uses())
 
 
@@ -442,11 +462,11 @@ class _Analyzer:
             an, call, parent, prefix = frames[f]
 
             # Rule 2: list mutators (`torch.append(l, v)`) are definitions of the list, and
-            # `__init__` and attribute sets of an object built in the code definitions of the
-            # object, where they can run before the read.
+            # `__init__`, attribute sets and methods that set attributes of an object built in
+            # the code definitions of the object, where they can run before the read.
             for use in value.uses():
                 user = use.user
-                defining = _defining_operands(use)
+                defining = _defining_operands(use, an)
                 if defining is not None and an.runs_before(user, at):
                     at_node[0] = user
                     for v in defining:
@@ -834,7 +854,7 @@ def module_facts(
     else:
         lookup_cu = cu
 
-    def add_function(name: str, fn) -> None:
+    def add_function(name: str, fn, listed: bool = True) -> None:
         graph = fn.graph
         names = _schema_names(fn)
         inputs = list(graph.inputs())
@@ -842,7 +862,8 @@ def module_facts(
             names and names[0] == "self" and inputs and inputs[0].type().kind() == "ClassType"
         )
         graphs[name] = (graph, is_method, names)
-        order.append(name)
+        if listed:
+            order.append(name)
         note_calls(graph)
 
     def drain() -> None:
@@ -863,7 +884,12 @@ def module_facts(
     def analyzer(name: str) -> Optional[_Analyzer]:
         if name not in analyzers:
             if name not in graphs:
-                return None
+                # A method of a TorchScript class scripted in this process (an archive's
+                # unit holds them all already): followed, not listed.
+                fn = lookup_cu.find_function(name) if cu is None else None
+                if fn is None:
+                    return None
+                add_function(name, fn, listed=False)
             graph, is_method, names = graphs[name]
             analyzers[name] = _Analyzer(graph, is_method, names, module_types, lookup if follow else None)
         return analyzers[name]

@@ -478,6 +478,12 @@ class _Pair:
         self.a = a
         self.b = b
 
+    def set_b(self, b: int):
+        self.b = b
+
+    def times(self, k: int) -> int:
+        return self.b * k
+
 
 class LoopFlow(nn.Module):
     """One ``if`` per rule of data flow through loops (see ``test_ir_oracle_loops``)."""
@@ -521,6 +527,14 @@ class Objects(nn.Module):
         r = _Pair(torch.zeros(1), 2)
         if r.b > 1:  # 3 built from literals only
             x.add_(7)
+        s = _Pair(torch.zeros(1), 2)
+        s.set_b(n)
+        if s.b > 1:  # 4 a method that sets an attribute defines the object
+            x.add_(8)
+        t = _Pair(torch.zeros(1), 2)
+        k = t.times(n)
+        if t.b > 1:  # 5 one that sets none does not
+            x.add_(k)
         return x
 
 
@@ -633,10 +647,12 @@ def test_ir_oracle_loops():
 
 def test_ir_oracle_objects():
     facts = _forward_facts(Objects())
-    assert facts.if_kinds == ["argument", "argument", "constant"]
+    assert facts.if_kinds == ["argument", "argument", "constant", "argument", "constant"]
     assert facts.if_sources == [
         {("x", "argument"), ("n", "argument")},
         {("x", "argument"), ("n", "argument")},
+        set(),
+        {("n", "argument")},
         set(),
     ]
 

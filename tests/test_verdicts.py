@@ -373,16 +373,21 @@ def test_rule_objects_built_in_the_code_carry_what_built_them():
     prints as ``__new__`` then ``__init__``; a method's result (``width()``, its body
     followed in the archive) and an attribute read (``box.x``) carry ``x`` and ``y`` under the
     conversion's mark; an attribute set (``other.y = y``) defines the object; an object built
-    from literals only is constant."""
+    from literals only is constant; a method that sets an attribute of its object
+    (``scaled.scale(y)``) defines it by its arguments, one that sets none
+    (``measured.area(y)``) does not -- which only its body tells: without it (the method
+    text) the call may set one, and ``measured.y`` is not called constant."""
     expected = [
         ("tensor_value", [("x", "tensor_value", "Tensor"), ("y", "tensor_value", "int")]),
         ("tensor_value", [("y", "tensor_value", "int"), ("x", "tensor_value", "Tensor"),
                           ("self.box.x", "tensor_value", "Tensor")]),
         ("argument", [("y", "argument", "int")]),
         ("constant", []),
+        ("argument", [("y", "argument", "int")]),
+        ("constant", []),
     ]
     assert _summary(_archive_forward("rule_object_built", "ObjectBuilt")) == expected
     # Method text: `self.box`'s class is not declared there, so `self.box.x` has no type.
     text = _summary(_forward("rule_object_built"))
-    assert [k for k, _ in text] == ["tensor_value", "tensor_value", "argument", "constant"]
+    assert [k for k, _ in text] == ["tensor_value", "tensor_value", "argument", "constant", "argument", "argument"]
     assert text[1][1][2] == ("self.box.x", "tensor_value", "unknown")

@@ -17,8 +17,9 @@ rules (docs/how-it-works.md "What a condition depends on"; the tables are
 2. a marking operator over a Tensor keeps its mark when nothing beneath it is a named
    source (the operand's text is the source); list mutators (``torch.append(l, v)``)
    are definitions of the list, at the uses they can run before (earlier in the text, or
-   in a loop around both: a later pass); so are an object's ``__init__`` call and the
-   attributes set on it (``box.y = v``) for an object built in the code;
+   in a loop around both: a later pass); so are, for an object built in the code, its
+   ``__init__`` call, the attributes set on it (``box.y = v``) and a call of a method that
+   may set one (its body sets an attribute of its object, or is not available);
 3. calls are followed: a receiver rooted at ``self`` is a source, and where the
    callee's body is available (same text, or any file of an archive through the
    ``functions`` hook) the call depends on what the callee's return values depend on,
@@ -374,8 +375,13 @@ class Inference:
         if d.kind == "mutate" and isinstance(value, CallExpr):
             # `torch.append(l, v)` defines `l` by what it adds.
             return self._visit_all(value.args[1:], d.scopes)
-        if d.kind == "init" and isinstance(value, CallExpr):
-            # `(obj).__init__(a, b)` defines `obj` by what it is built from.
+        if d.kind in ("init", "call") and isinstance(value, CallExpr):
+            # `(obj).__init__(a, b)` defines `obj` by what it is built from; `(obj).m(a)` too,
+            # unless the method's body is available and sets no attribute of its object.
+            if d.kind == "call":
+                callee = self.callee_of(value)
+                if callee is not None and not callee.inference.facts.sets_self:
+                    return EMPTY
             return self._visit_all(value.args + [v for _, v in value.keywords], d.scopes)
         return self._visit(value, d.scopes)
 

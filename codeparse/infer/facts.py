@@ -14,8 +14,9 @@ __all__ = ["Definition", "Scope", "FunctionFacts", "LOOPS", "MUTATIONS"]
 #: Scope kinds that run their body once per pass.
 LOOPS = ("for", "while")
 #: Definition kinds that change a value in place: a container mutator (`torch.append(l, v)`),
-#: and on an object built in the code its `__init__` call and an attribute set (`box.y = v`).
-MUTATIONS = ("mutate", "init", "setattr")
+#: and on an object built in the code its `__init__` call, an attribute set (`box.y = v`) and
+#: a call of another method (`(box).scale(k)`: kept where the method may set an attribute).
+MUTATIONS = ("mutate", "init", "setattr", "call")
 
 
 class Scope:
@@ -39,11 +40,12 @@ class Scope:
 @dataclass(slots=True)
 class Definition:
     """One binding of a name: an assignment, a for target, a parameter, or a mutation
-    (``torch.append(l, v)`` defines ``l``, ``(obj).__init__(a, b)`` defines ``obj``: ``value``
-    is then the whole call; ``obj.y = v`` defines ``obj``: ``value`` is ``v``)."""
+    (``torch.append(l, v)`` defines ``l``, ``(obj).__init__(a, b)`` and ``(obj).m(a)`` define
+    ``obj``: ``value`` is then the whole call; ``obj.y = v`` defines ``obj``: ``value`` is
+    ``v``)."""
 
     name: str
-    kind: str  # "assign", "for", "with", "param", "mutate", "init", "setattr"
+    kind: str  # "assign", "for", "with", "param", "mutate", "init", "setattr", "call"
     value: Optional[tuple[int, int]]  # span of the value expression
     element: Optional[int]  # index into a tuple value that is not a display
     scopes: tuple[Scope, ...]
@@ -72,3 +74,5 @@ class FunctionFacts:
     active: set = field(default_factory=set)
     # `return` values: (span, scopes).
     returns: list[tuple[tuple[int, int], tuple[Scope, ...]]] = field(default_factory=list)
+    # Whether the function sets an attribute of its object (`self.y = v`).
+    sets_self: bool = False

@@ -744,7 +744,8 @@ class Extractor:
                 ref["role"] = "attribute"
 
 
-_INIT = ").__init__("  # `(obj).__init__(...)`: the constructor call that follows `T.__new__(T)`
+_NEW = ".__new__("  # `obj = T.__new__(T)`: an object built in the code (its `__init__` call follows)
+_INIT = "__init__"
 
 
 class _Walk:
@@ -759,6 +760,7 @@ class _Walk:
         self.loops: list[dict] = []
         self.loop_tests: list[tuple[tuple[int, int], tuple[Scope, ...]]] = []  # test span, enclosing scopes
         self.target_spans: list[tuple[int, int]] = []
+        self.objects: set[str] = set()  # names bound to an object built in the code (`T.__new__(T)`)
 
     def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
         text = self.text
@@ -797,8 +799,7 @@ class _Walk:
     def mutation(self, span: tuple[int, int], scopes, start: int) -> None:
         """``torch.append(l, v)``: a definition of ``l`` (rule 2)."""
         text = self.text
-        if text.startswith("(", span[0]) and text.find(_INIT, span[0], span[1]) != -1:
-            self.initialized(span, scopes, start)
+        if self.objects and text.startswith("(", span[0]) and self.method_call(span, scopes, start):
             return
         paren = text.find("(", span[0], span[1])
         if paren == -1:
@@ -819,28 +820,36 @@ class _Walk:
             if name in self.facts.defs:
                 self.facts.defs[name].append(Definition(name, "mutate", span, None, scopes, None, start))
 
-    def initialized(self, span: tuple[int, int], scopes, start: int) -> None:
-        """``(obj).__init__(a, b)``: a definition of the object ``obj`` built in the code."""
+    def method_call(self, span: tuple[int, int], scopes, start: int) -> bool:
+        """``(obj).__init__(a, b)`` or ``(obj).m(a)`` on an object built in the code: a
+        definition of ``obj`` (``init``; ``call``, which inference keeps only when the
+        method may set an attribute of its object).  False when ``span`` is no such call."""
+        text = self.text
+        close = text.find(")", span[0], span[1])
+        name = text[span[0] + 1:close] if close != -1 else None
+        if name not in self.objects:
+            return False
         from ..parse.expressions import Attr, CallExpr, Name
 
         node = self.ex.reader.read(*span)
-        if isinstance(node, CallExpr) and isinstance(node.func, Attr) and isinstance(node.func.value, Name):
-            self._object_def(node.func.value.id, "init", span, scopes, start)
+        if not (isinstance(node, CallExpr) and isinstance(node.func, Attr) and isinstance(node.func.value, Name)):
+            return False
+        kind = "init" if node.func.attr == _INIT else "call"
+        self.facts.defs[name].append(Definition(name, kind, span, None, scopes, None, start))
+        return True
 
     def attribute_set(self, targets: tuple[int, int], value: tuple[int, int], scopes, start: int) -> None:
-        """``obj.attr = v``: a definition of the object ``obj`` built in the code, by ``v``."""
+        """``obj.attr = v``: a definition of the object ``obj`` built in the code, by ``v``;
+        ``self.attr = v`` marks the function as one that sets an attribute of its object."""
         from ..parse.expressions import Attr, Name
 
         node = self.ex.reader.read(*targets)
         if isinstance(node, Attr) and isinstance(node.value, Name):
-            self._object_def(node.value.id, "setattr", value, scopes, start)
-
-    def _object_def(self, name: str, kind: str, span: tuple[int, int], scopes, start: int) -> None:
-        """An object's ``__init__`` or attribute set defines it, when it is a local (an
-        object built in the code), never a parameter or ``self``."""
-        defs = self.facts.defs.get(name)
-        if defs and all(d.kind != "param" for d in defs) and name != self.facts.self_name:
-            defs.append(Definition(name, kind, span, None, scopes, None, start))
+            name = node.value.id
+            if name == self.facts.self_name:
+                self.facts.sets_self = True
+            elif name in self.objects:
+                self.facts.defs[name].append(Definition(name, "setattr", value, None, scopes, None, start))
 
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
         typed = self.ex._typed_rules
@@ -854,8 +863,11 @@ class _Walk:
                 targets = s.span_of("targets")
                 self.bind(targets, "assign", value, scopes, s.start, s.group("type") if has_type else None)
                 self.mutation(value, scopes, s.start)
-                if self.text.find(".", *targets) != -1:
+                text = self.text
+                if text.find(".", *targets) != -1:
                     self.attribute_set(targets, value, scopes, s.start)
+                elif text.find(_NEW, *value) != -1 and self._identifier(text, *targets):
+                    self.objects.add(text[targets[0]:targets[1]])
             elif k == "expr":
                 self.mutation(s.span_of("value"), scopes, s.start)
             elif k == "return":
