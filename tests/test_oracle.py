@@ -513,6 +513,23 @@ class LoopFlow(nn.Module):
         return x
 
 
+class Mutations(nn.Module):
+    """One ``if`` per rule of container mutations (see ``test_ir_oracle_mutations``)."""
+
+    def forward(self, x: Tensor, n: int, steps: int) -> Tensor:
+        info: dict[str, int] = {"n": n}
+        if "size" not in info:  # 1 the item set in its own then-block defines nothing here
+            info["size"] = x.size(0)
+        if info["size"] > 1:  # 2 after the mutation: it defines the dict
+            x.add_(2)
+        seen: list[int] = []
+        for _ in range(steps):
+            if len(seen) > 2:  # 3 an append later in the loop body runs before the next pass
+                x.add_(3)
+            seen.append(x.size(1))
+        return x
+
+
 class Objects(nn.Module):
     """One ``if`` per rule of objects built in the code (see ``test_ir_oracle_objects``)."""
 
@@ -642,6 +659,16 @@ def test_ir_oracle_loops():
         {("x", "tensor_shape"), ("n", "argument")},
         {("x", "tensor_value")},
         {("x", "tensor_shape"), ("keys", "argument")},
+    ]
+
+
+def test_ir_oracle_mutations():
+    facts = _forward_facts(Mutations())
+    assert facts.if_kinds == ["argument", "tensor_shape", "tensor_shape"]
+    assert facts.if_sources == [
+        {("n", "argument")},
+        {("x", "tensor_shape"), ("n", "argument")},
+        {("x", "tensor_shape"), ("steps", "argument")},
     ]
 
 
