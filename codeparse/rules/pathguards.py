@@ -144,7 +144,7 @@ class PathGuards:
     def condition(self, path: str, fn: dict, block: dict) -> dict:
         """The condition of an ``if`` or loop as export sees it: a ``tensor_value``
         condition whose value no tensor's value reaches (read by
-        :class:`codeparse.infer.datadep.ValueKinds`: ``len()`` of a list whose elements are
+        :class:`codeparse.infer.valuekinds.ValueKinds`: ``len()`` of a list whose elements are
         replaced, a none-check on an ``Optional`` argument, a key of a dict) takes the kind
         it rests on (with the producers of a data-dependent size it reads); else as inferred."""
         cond = block["condition"]
@@ -159,7 +159,8 @@ class PathGuards:
         return found
 
     def _refine(self, path: str, fn: dict, block: dict, cond: dict) -> dict:
-        from ..infer.datadep import FunctionDataDependence, ValueKinds
+        from ..infer.datadep import FunctionDataDependence
+        from ..infer.valuekinds import ValueKinds
 
         callee = self._callee(fn["qualified_name"])
         if callee is None:
@@ -221,7 +222,8 @@ class PathGuards:
     def conversion_holds_no_data(self, qualified: str, span: dict) -> bool:
         """``int(t)``/``float(t)`` (or of a number ``item()`` read) of a tensor built from
         numbers that hold no data (sizes, arguments, attributes, literals): export folds it."""
-        from ..infer.datadep import ValueKinds, export_table
+        from ..infer.datadep import export_table
+        from ..infer.valuekinds import ValueKinds
 
         found = self._conversion(qualified, span, export_table().conversions)
         if found is None:
