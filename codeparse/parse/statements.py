@@ -499,7 +499,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.  A line
         # whose brackets nest (most lines) ends where it is.
-        if nested(text, indent_end, text_end).end() == text_end:
+        nests = nested(text, indent_end, text_end).end() == text_end
+        if nests:
             stop, even = text_end, True
         else:
             stop, even = logical_end(indent_end, text_end, column)
@@ -529,7 +530,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                             plain = plains[rule] = rule.plain
                         if plain is not None:
                             if simple is None:  # no string, brackets nested less deep than unrolled
-                                simple = (nested(text, indent_end, stop).end() == stop
+                                simple = ((nests if stop == text_end else nested(text, indent_end, stop).end() == stop)
                                           and not may_quote(text, indent_end, stop))
                             if simple:
                                 m = plain.match(text, indent_end, stop)

@@ -853,6 +853,12 @@ class _Walk:
 
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
         typed = self.ex._typed_rules
+        text = self.text
+        identifier = self._identifier
+        defs = self.facts.defs
+        target_spans = self.target_spans
+        mutators = self.ex._mutators
+        find = text.find
         for s in stmts:
             k = s.kind
             if k == "assign":
@@ -860,14 +866,26 @@ class _Walk:
                 has_type = typed.get(s.rule)
                 if has_type is None:  # once per rule: does it capture a declared type?
                     has_type = typed[s.rule] = "type" in s.match.re.groupindex
-                targets = s.span_of("targets")
-                self.bind(targets, "assign", value, scopes, s.start, s.group("type") if has_type else None)
-                self.mutation(value, scopes, s.start)
-                text = self.text
-                if text.find(".", *targets) != -1:
-                    self.attribute_set(targets, value, scopes, s.start)
-                elif text.find(_NEW, *value) != -1 and self._identifier(text, *targets):
-                    self.objects.add(text[targets[0]:targets[1]])
+                target = s.span_of("targets")
+                if identifier(text, *target):  # one name, as most targets are: bind() inline
+                    target_spans.append(target)
+                    name = text[target[0]:target[1]]
+                    d = Definition(name, "assign", value, None, scopes, s.group("type") if has_type else None, s.start)
+                    found = defs.get(name)
+                    if found is None:
+                        defs[name] = [d]
+                    else:
+                        found.append(d)
+                else:
+                    self.bind(target, "assign", value, scopes, s.start, s.group("type") if has_type else None)
+                # mutation(), unless the value calls a callee known to mutate nothing
+                paren = find("(", value[0], value[1])
+                if paren != -1 and (paren == value[0] or mutators.get(text[value[0]:paren]) is not False):
+                    self.mutation(value, scopes, s.start)
+                if find(".", *target) != -1:
+                    self.attribute_set(target, value, scopes, s.start)
+                elif find(_NEW, *value) != -1 and identifier(text, *target):
+                    self.objects.add(text[target[0]:target[1]])
             elif k == "expr":
                 self.mutation(s.span_of("value"), scopes, s.start)
             elif k == "return":
