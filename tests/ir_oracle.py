@@ -31,10 +31,11 @@ walk back through producers:
   run before the use: it comes before the node that reads the value (in the graph's
   pre-order), or a loop encloses both (a later pass).  A mutation after the use, such as
   ``info["size"] = ...`` inside the then-block of ``if "size" not in info:``, is no
-  definition at that use.  An object built in the code (``prim::CreateObject``) is defined
-  the same way by its ``__init__`` call (every argument), by ``prim::SetAttr`` on it (the
-  value set) and by a call of a method whose graph sets an attribute of its object, or
-  whose graph is not followed (every argument): ``box.x`` read after ``Box(x * 2, y)``
+  definition at that use.  An object built in the code (``prim::CreateObject``, or any object
+  value that is not a graph input or a path from one: a call's result, an If or Loop output)
+  is defined the same way by its ``__init__`` call (every argument), by ``prim::SetAttr`` on
+  it (the value set) and by a call of a method whose graph sets an attribute of its object,
+  or whose graph is not followed (every argument): ``box.x`` read after ``Box(x * 2, y)``
   depends on ``x`` and ``y``.
 * Calls are followed (rule 3): the receiver of a ``prim::CallMethod`` is a source (a path
   rooted at self is ``attribute``); when the callee's graph is known (``follow=True``) the
@@ -228,7 +229,7 @@ def _defining_operands(use, an: Optional["_Analyzer"] = None) -> Optional[list]:
     """The operands a mutation defines the value it mutates with (the value is the use's
     first operand), or None when the use is no mutation: a list or dict mutator
     (``aten::append(l, v)``: ``v``), and on an object built in the code
-    (``prim::CreateObject``) its ``__init__`` call (every argument), an attribute set
+    (:func:`_built_in_code`) its ``__init__`` call (every argument), an attribute set
     (``prim::SetAttr``: the value set) and a call of another method whose body sets an
     attribute of its object (every argument) or is not known (``an`` cannot find it: the
     method may set one)."""
@@ -238,7 +239,7 @@ def _defining_operands(use, an: Optional["_Analyzer"] = None) -> Optional[list]:
     kind = user.kind()
     if kind.startswith("aten::") and kind[len("aten::"):] in MUTATORS:
         return list(user.inputs())[1:]
-    if user.inputsAt(0).node().kind() != "prim::CreateObject":
+    if not _built_in_code(user.inputsAt(0)):
         return None
     if kind == "prim::SetAttr" or (kind == "prim::CallMethod" and user.s("name") == "__init__"):
         return list(user.inputs())[1:]
@@ -257,6 +258,18 @@ def _sets_attributes(graph: torch._C.Graph) -> bool:
     obj = inputs[0].unique()
     return any(node.kind() == "prim::SetAttr" and node.inputsAt(0).unique() == obj
                for node in _walk_nodes(graph.block()))
+
+
+def _built_in_code(value: torch._C.Value) -> bool:
+    """Whether an object value is one the code made (``prim::CreateObject``, a call's
+    result, an If or Loop output, a field read from such an object): neither an input of
+    the graph nor a ``prim::GetAttr`` path from one (``self``'s state, a parameter's)."""
+    while value.node().kind() == "prim::GetAttr":
+        value = value.node().inputsAt(0)
+    node = value.node()
+    if node.kind() != "prim::Param" or node.owningBlock().owningNode() is not None:
+        return True  # not an input of the graph (a loop's block input is a carried local)
+    return False
 
 
 def _is_mutated(value: torch._C.Value) -> bool:

@@ -530,6 +530,10 @@ class Mutations(nn.Module):
         return x
 
 
+def _made_pair(a: Tensor) -> _Pair:
+    return _Pair(a, 0)
+
+
 class Objects(nn.Module):
     """One ``if`` per rule of objects built in the code (see ``test_ir_oracle_objects``)."""
 
@@ -552,6 +556,10 @@ class Objects(nn.Module):
         k = t.times(n)
         if t.b > 1:  # 5 one that sets none does not
             x.add_(k)
+        u = _made_pair(torch.zeros(1))
+        u.b = n
+        if u.b > 2:  # 6 an object a function returns: an attribute set defines it too
+            x.add_(9)
         return x
 
 
@@ -674,13 +682,14 @@ def test_ir_oracle_mutations():
 
 def test_ir_oracle_objects():
     facts = _forward_facts(Objects())
-    assert facts.if_kinds == ["argument", "argument", "constant", "argument", "constant"]
+    assert facts.if_kinds == ["argument", "argument", "constant", "argument", "constant", "argument"]
     assert facts.if_sources == [
         {("x", "argument"), ("n", "argument")},
         {("x", "argument"), ("n", "argument")},
         set(),
         {("n", "argument")},
         set(),
+        {("n", "argument")},
     ]
 
 
