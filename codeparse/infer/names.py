@@ -33,6 +33,8 @@ from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, N
 from .facts import LOOPS, MUTATIONS, Definition, FunctionFacts, Scope
 from .semantics import Semantics
 
+#: Definitions of an object: its ``__init__`` call, an attribute set on it, a method call.
+_OBJECT_DEFS = ("init", "setattr", "call")
 MAX_RESOLVE_DEPTH = 24  # single definitions followed from one name (`y = y` in broken text stops)
 _MAX_PATH = 1000  # characters of a path from `self` (`self.a.b...`); longer is no module path
 
@@ -107,6 +109,12 @@ class Names:
             return found
         self._paths[name] = None  # cycle guard
         d = self.single_def(name)
+        if d is None:
+            # `sub = self.sub; sub.flag = n`: an attribute set on an alias of a path from
+            # self is self's state (as `self.sub.flag = n` is), no object built in the code.
+            plain = [e for e in self.facts.defs.get(name, ()) if e.kind not in _OBJECT_DEFS]
+            if len(plain) == 1 and plain[0].kind == "assign":
+                d = plain[0]
         path = None
         if d is not None and depth < MAX_RESOLVE_DEPTH:
             node = self.value_of(d)

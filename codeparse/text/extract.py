@@ -839,17 +839,21 @@ class _Walk:
         return True
 
     def attribute_set(self, targets: tuple[int, int], value: tuple[int, int], scopes, start: int) -> None:
-        """``obj.attr = v``: a definition of the object ``obj`` built in the code, by ``v``;
-        ``self.attr = v`` marks the function as one that sets an attribute of its object."""
+        """``obj.attr = v``: a definition of the object ``obj`` a local holds (one built in
+        the code, a function's result, an ``unchecked_cast`` of an Optional one; never a
+        parameter or ``self``), by ``v``; ``self.attr = v`` marks the function as one that
+        sets an attribute of its object.  A local that stands for a path from ``self``
+        keeps its path (:meth:`~codeparse.infer.names.Names.name_path`)."""
         from ..parse.expressions import Attr, Name
 
         node = self.ex.reader.read(*targets)
         if isinstance(node, Attr) and isinstance(node.value, Name):
             name = node.value.id
+            defs = self.facts.defs.get(name)
             if name == self.facts.self_name:
                 self.facts.sets_self = True
-            elif name in self.objects:
-                self.facts.defs[name].append(Definition(name, "setattr", value, None, scopes, None, start))
+            elif defs and all(d.kind != "param" for d in defs):
+                defs.append(Definition(name, "setattr", value, None, scopes, None, start))
 
     def block(self, stmts: list[Stmt], depth: int, scopes: tuple[Scope, ...]) -> None:
         typed = self.ex._typed_rules
