@@ -303,8 +303,9 @@ class OpenedArchive:
 
     def saved_values(self) -> Optional[Any]:
         """The plain attribute values ``data.pkl`` saves, per class
-        (:class:`codeparse.rules.saved.SavedValues`), read on the first call; None when
-        there is no ``data.pkl`` or it cannot be read within the limits."""
+        (:class:`codeparse.rules.saved.SavedValues`) but those of attributes the code
+        assigns, read on the first call; None when there is no ``data.pkl`` or it cannot be
+        read within the limits."""
         if not hasattr(self, "_saved"):
             self._saved = None
             name = f"{self.reader.root}/data.pkl"
@@ -315,7 +316,14 @@ class OpenedArchive:
                     data = self.reader.read(name)
                 except EntryRefused:
                     return None
-                self._saved = read_saved_values(data)
+                saved = read_saved_values(data)
+                if saved is not None:
+                    # An attribute the code assigns is not what was saved when it is read.
+                    from ..rules.saved import assigned_attributes
+
+                    texts = [raw.decode("utf-8", errors="replace") for _, raw in self.code]
+                    saved = saved.without(assigned_attributes(texts, self.grammar))
+                self._saved = saved
         return self._saved
 
     def callee(self, qualified: str) -> Optional[Any]:

@@ -5,8 +5,9 @@ and tuples of them) in the archive's ``data.pkl`` (:mod:`codeparse.archive.attri
 them, per class, into :class:`SavedValues`).  :func:`branch_taken` evaluates a condition as
 printed and resolved (``torch.eq(self.mode, "exact")``, ``torch.__not__(self.training)``,
 literals) with those values: ``True``/``False`` when they decide it, else None.  A value
-that is not known (a tensor, an object, instances that disagree, an unreadable pickle)
-leaves the condition undecided, never guessed.
+that is not known (a tensor, an object, instances that disagree, an unreadable pickle) or
+that the code may overwrite before the read (an attribute any code text assigns:
+:func:`assigned_attributes`) leaves the condition undecided, never guessed.
 
 :func:`decider` gives the export rules the side an ``if`` takes; :func:`saved_branches`
 tells the trace target's findings which branch a trace of the saved module bakes in.
@@ -17,7 +18,8 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Optional
 
-__all__ = ["SavedValues", "UNKNOWN", "known", "branch_taken", "value_text", "decider", "saved_branches"]
+__all__ = ["SavedValues", "UNKNOWN", "known", "branch_taken", "value_text", "decider", "saved_branches",
+           "assigned_attributes"]
 
 _MAX_DEPTH = 64
 #: A value the archive does not tell.
@@ -35,6 +37,55 @@ class SavedValues:
     def get(self, owner: str, attr: str) -> Any:
         """The value, or :data:`UNKNOWN` (see :func:`known`)."""
         return self.classes.get(owner, {}).get(attr, _UNKNOWN)
+
+    def without(self, names: set[str]) -> "SavedValues":
+        """These values but the attributes named ``names``, in every class: an attribute
+        the code assigns (``self.seen = int(x.sum())``, ``sub.flag = n`` on an alias of a
+        submodule) holds at a read what the code put there, not what was saved."""
+        if not names:
+            return self
+        return SavedValues({owner: {k: v for k, v in values.items() if k not in names}
+                            for owner, values in self.classes.items()})
+
+
+def assigned_attributes(texts: list[str], grammar: Optional[str] = None) -> set[str]:
+    """The names of every attribute some code text assigns (``obj.attr = v``, also as one of
+    several targets) outside a constructor (``__init__``, which only TorchScript classes have
+    in code), whatever the receiver: where the receiver is a module's state cannot always be
+    told from the text (an alias of ``self.sub``), so a name assigned anywhere counts for
+    every class.  Read with the grammar's statement rules and expression reader."""
+    from ..grammar.engine import load_grammar
+    from ..parse.expressions import Attr, ExpressionReader, Seq
+    from ..parse.source import SourceText
+    from ..parse.statements import parse_statements
+
+    g = load_grammar(grammar)
+    names: set[str] = set()
+    for text in texts:
+        if "." not in text:
+            continue
+        reader = ExpressionReader(text, g)
+        stack = list(parse_statements(SourceText(text, ""), g).body)
+        while stack:
+            stmt = stack.pop()
+            if stmt.kind == "def" and stmt.group("name") == "__init__":
+                continue  # a TorchScript class's constructor sets its own object's fields
+            stack.extend(stmt.body)
+            if stmt.orelse:
+                stack.extend(stmt.orelse)
+            if stmt.kind != "assign" or not stmt.rule.captures("targets"):
+                continue
+            start, end = stmt.span_of("targets")
+            if text.find(".", start, end) == -1:
+                continue
+            try:
+                node = reader.read(start, end)
+            except Exception:  # noqa: BLE001 - targets the reader cannot take: none named
+                continue
+            for target in (node.items if isinstance(node, Seq) else [node]):
+                if isinstance(target, Attr):
+                    names.add(target.attr)
+    return names
 
 
 def known(value: Any) -> bool:
