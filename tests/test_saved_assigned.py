@@ -18,21 +18,13 @@ pytestmark = [
 ]
 
 
-class Flagged(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flag = 0
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x
-
-
 class Stateful(nn.Module):
     def __init__(self):
         super().__init__()
         self.seen = 0
         self.limit = 3
-        self.sub = Flagged()
+        self.sub = nn.Identity()
+        self.sub.flag = 0  # a plain attribute of the submodule, saved
 
     def forward(self, x: Tensor, n: int) -> Tensor:
         self.seen = int(x.sum())
