@@ -52,7 +52,7 @@ def test_verdicts_hold_against_the_record(reports):
     assert blocked_where_exports == KNOWN_BLOCKED_WHERE_TORCH_EXPORTS
     assert missed == KNOWN_MISSED
     failed = sum(1 for c in CASES if not RECORD["cases"][c]["ok"])
-    assert (len(CASES), failed, predicted) == (39, 21, 21)
+    assert (len(CASES), failed, predicted) == (42, 23, 23)
 
 
 def _verdict(item):
@@ -216,3 +216,20 @@ def test_torch_export_still_does_what_was_recorded(monkeypatch):
     assert version == RECORD["torch_version"]
     for case in CASES:
         assert fresh[case] == RECORD["cases"][case], case
+
+
+def test_data_dependence_per_dimension(reports):
+    """`kept = x[mask]` has a data-dependent size in dimension 0 alone: a branch on
+    `kept.size(1)`, and a helper's on `list(t.shape[1:])` given `kept.relu()`, only
+    specialize (torch exports); a branch on `kept.size(0)` is CP402 where torch fails, and so
+    is one on dimension 1 of the differences of every kept row with every other (a tensor
+    operand broadcasts: the dimension is not followed)."""
+    assert RECORD["cases"]["kept_columns"]["ok"]
+    item = reports["kept_columns"]
+    assert _blocking(item) == [] and _verdict(item) == "exports_with_specializations"
+    assert sorted(f.code for f in item.findings) == ["CP403", "CP403"]
+    for case in ("kept_rows", "kept_pairs"):
+        rec = RECORD["cases"][case]
+        assert not rec["ok"] and rec["data_dependent"], case
+        (f,) = _blocking(reports[case])
+        assert (f.code, f.severity, f.origin.line) == ("CP402", "error", rec["frame"]["line"]), case

@@ -18,6 +18,10 @@ This module answers that for one function, over the definitions that
   is where torch reports the failure as often as at the ``if``;
 * :meth:`FunctionDataDependence.conversions` -- ``int``/``float``/``bool`` of a
   tensor's value anywhere in the function;
+* :meth:`FunctionDataDependence.first_dim_only` -- whether the text decides that a
+  tensor's data-dependent size lies in dimension 0 alone (``x[keep]``, ``nonzero`` and
+  what keeps their other dimensions), so that a read of dimensions 1 and up
+  (:func:`past_first_dimension`: ``t.size(1)``, ``t.shape[2:]``) is a static size;
 
 Calls are followed through the callees that inference knows
 (:class:`codeparse.infer.callees.Callee`: the same text, or any file of an archive):
@@ -33,7 +37,8 @@ from typing import Any, Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, Index, Name, Seq
 
-__all__ = ["ExportTable", "FunctionDataDependence", "export_table", "returns_data_dependent"]
+__all__ = ["ExportTable", "FunctionDataDependence", "export_table", "past_first_dimension", "returns_data_dependent",
+           "returns_first_dim_only"]
 
 _MAX_DEPTH = 32
 _NOT = None  # "not data-dependent"
@@ -59,6 +64,13 @@ class ExportTable:
         self.like_factories = frozenset(table["like_factories"])
         self.runtime_values = dict(table["export_runtime_values"])
         self.unbacked_size_factories = frozenset(table["unbacked_size_factories"])
+        self.first_dim_outputs = frozenset(table["first_dim_outputs"])
+        self.same_shape = frozenset(table["same_shape"])
+        self.first_dim_keeping = frozenset(table["first_dim_keeping"])
+        self.first_dim_from = dict(table["first_dim_from"])
+        self.first_dim_views = frozenset(table["first_dim_views"])
+        self.first_dim_factories = dict(table["first_dim_factories"])
+        self.container_views = frozenset(table["container_views"])
 
 
 @functools.cache
@@ -97,16 +109,65 @@ def returns_parameters(callee: Any) -> frozenset:
     return result
 
 
+def returns_first_dim_only(callee: Any) -> bool:
+    """Whether what ``callee`` returns is data-dependent in dimension 0 alone when each of
+    its parameters is (see :meth:`FunctionDataDependence.first_dim_only`); memoized on it."""
+    cached = getattr(callee, "_first_dim_only", None)
+    if cached is not None:
+        return cached
+    callee._first_dim_only = False  # recursion cut
+    inf = callee.inference
+    dd = FunctionDataDependence(inf, parameters=True, rows_given=True)
+    returns = [inf.tree(span) for span, _ in inf.facts.returns]
+    result = bool(returns) and all(dd.first_dim_only(r) for r in returns)
+    callee._first_dim_only = result
+    return result
+
+
+def past_first_dimension(node: Expr, operator: Any) -> Optional[Expr]:
+    """The tensor whose sizes ``node`` reads when it reads dimensions 1 and up alone, a
+    literal decides it: ``torch.size(t, 1)``, ``torch.slice(torch.size(t), 2)`` (``t.shape[2:]``),
+    ``torch.size(t)[1]``; else None.  ``operator(call)`` names a call's operator (or None)."""
+    if isinstance(node, CallExpr) and node.args:
+        name = operator(node)
+        if name in ("size", "sym_size") and len(node.args) == 2 and _from_one(node.args[1]):
+            return node.args[0]
+        if name == "slice" and len(node.args) >= 2 and _from_one(node.args[1]):
+            return _all_sizes(node.args[0], operator)
+        return None
+    if isinstance(node, Index) and len(node.items) == 1 and _from_one(node.items[0]):
+        return _all_sizes(node.value, operator)
+    return None
+
+
+def _all_sizes(node: Expr, operator: Any) -> Optional[Expr]:
+    """``t`` of ``torch.size(t)``, else None."""
+    if isinstance(node, CallExpr) and len(node.args) == 1 and not node.keywords and operator(node) == "size":
+        return node.args[0]
+    return None
+
+
+def _from_one(node: Expr) -> bool:
+    """A literal integer of 1 or more."""
+    return isinstance(node, Const) and node.text.isdigit() and int(node.text) >= 1
+
+
 _PARAMETER = "parameter"  # marks (_PARAMETER, name) among producer spans: "what the caller passes"
 
 
 class FunctionDataDependence:
     """The data-dependence questions about one function (see the module docs)."""
 
-    def __init__(self, inference: Any, parameters: bool = False):
+    def __init__(self, inference: Any, parameters: bool = False, rows_given: bool = False):
         self.inf = inference
         # With ``parameters``, a parameter's size is a producer of its own, (_PARAMETER, name).
         self.parameters = parameters
+        # With ``rows_given``, :meth:`first_dim_only` takes each parameter as data-dependent in
+        # dimension 0 alone (a callee's summary: the caller checks its arguments), and
+        # ``assumed`` collects the parameters it took so.
+        self.rows_given = rows_given
+        self.assumed: set[str] = set()
+        self._rows: dict[str, bool] = {}  # name -> first_dim_only
         self.table = export_table()
         self._memo: dict[int, Optional[frozenset]] = {}
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
@@ -322,6 +383,9 @@ class FunctionDataDependence:
                         seen.add(id(value))
                         stack.append(value)
                 continue
+            beyond = past_first_dimension(n, self._operator_name)
+            if beyond is not None and self.first_dim_only(beyond):
+                continue  # `kept.size(1)` of `kept = x[keep]`: a static size
             if isinstance(n, CallExpr):
                 kind, name = self._op(n)
                 if kind == "operator" and name in self.table.shape_reads and n.args:
@@ -340,6 +404,193 @@ class FunctionDataDependence:
                         continue
             stack.extend(n.children())
         return frozenset(found) if hit else _NOT
+
+    def _operator_name(self, node: CallExpr) -> Optional[str]:
+        kind, name = self._op(node)
+        return name if kind == "operator" else None
+
+    def first_dim_only(self, node: Expr, depth: int = 0) -> bool:
+        """Whether the text decides that no size of ``node``'s value but dimension 0's can be
+        data-dependent (``x[keep]``, ``nonzero``, and what keeps their other dimensions:
+        ``[export]`` ``first_dim_outputs``, ``same_shape``, ``first_dim_keeping``); a
+        value with no data-dependent size at all is.  False wherever it cannot tell."""
+        if depth > _MAX_DEPTH:
+            return False
+        typ = self.inf.expr_type(node)
+        if typ is not None and "Tensor" not in typ:  # a number, a list of numbers
+            return self._static_number(node, depth)
+        if isinstance(node, Name) and node.id in self.inf.facts.params:
+            if self.parameters:
+                if self.rows_given:
+                    self.assumed.add(node.id)
+                return self.rows_given
+            return self.tensor(node, depth) is None
+        if self.tensor(node, depth) is None:
+            return True
+        if isinstance(node, Name):
+            found = self._rows.get(node.id)
+            if found is not None:
+                return found
+            self._rows[node.id] = False  # cycle guard: a value carried round a loop is not decided
+            values = [v for v in (self._put(d) for d in self._defs(node.id)) if v is not False]
+            result = bool(values) and all(v is not None and self.first_dim_only(v, depth + 1) for v in values)
+            self._rows[node.id] = result
+            return result
+        if isinstance(node, Seq):  # a list's (tuple's) elements
+            return all(self.first_dim_only(i, depth + 1) for i in node.items)
+        if isinstance(node, Index):  # an element of a list, a value of a dict, of a tensor
+            if self._static_number(node, depth + 1):
+                return True
+            return self.first_dim_only(node.value, depth + 1) and all(self._number(i) for i in node.items)
+        if not isinstance(node, CallExpr):
+            return False
+        callee = self.inf.callee_of(node)
+        if callee is not None:
+            if not returns_first_dim_only(callee):
+                return False
+            # The summary took every parameter so: each argument must be.
+            return all(self.first_dim_only(a, depth + 1) for a in [*node.args, *(v for _, v in node.keywords)])
+        kind, name = self._op(node)
+        if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
+            return self.first_dim_only(node.args[-1], depth + 1)
+        t = self.table
+        if kind != "operator" or not name:
+            return False
+        if name in t.first_dim_outputs or name in t.single_argument and len(node.args) == 1 and not node.keywords:
+            return True  # `torch.where(mask)`: 1-dimensional tensors
+        operands = [*node.args, *(v for _, v in node.keywords)]
+        if self.inf.method_operator(node) is not None:
+            operands = [node.func.value, *operands]
+        if not operands:
+            return False
+        if name in t.first_dim_views:
+            dim = operands[1] if len(operands) > 1 else None
+            bounds = operands[2:]
+            if dim is not None and not isinstance(dim, Const):
+                return False
+            along_first = dim is None or dim.text == "0"
+            literal = all(isinstance(b, Const) or isinstance(b, Name) and b.id == "None" for b in bounds)
+            return (name == "select" or along_first or literal) and self.first_dim_only(operands[0], depth + 1)
+        if name in t.container_views:  # `torch.items(d)`: d's values
+            return self.first_dim_only(operands[0], depth + 1)
+        if name in t.first_dim_factories:  # sizes [n, c, h, w]: n any, the others static numbers
+            at = t.first_dim_factories[name]
+            return at < len(operands) and self._sizes_past_first(operands[at], depth + 1)
+        if name in t.first_dim_from:
+            at = t.first_dim_from[name]
+            # The other dimensions come from the other tensors' dimensions 1 and up (`input`'s
+            # channels) and from numbers.
+            return at < len(operands) and all(self.first_dim_only(o, depth + 1) for o in operands)
+        if name in t.same_shape:
+            return self.first_dim_only(operands[0], depth + 1) and all(self._number(o) for o in operands[1:])
+        if name not in t.first_dim_keeping:
+            return False
+        if name in t.mask_indexing:  # one index tensor: more broadcast against each other
+            index = self._display(operands[1]) if len(operands) == 2 else None
+            if not (isinstance(index, Seq) and len(index.items) == 1):
+                return False
+            # A boolean mask's sizes are the ones it selects from (x's first dimensions):
+            # only an index tensor's own sizes lead the result's.
+            return self.first_dim_only(operands[0], depth + 1) and (
+                self._has_mask(index.items[0], depth + 1) or self.first_dim_only(index.items[0], depth + 1))
+        if name == "index_select":  # along dimension 0 only
+            if len(operands) != 3 or not (isinstance(operands[1], Const) and operands[1].text == "0"):
+                return False
+            return self.first_dim_only(operands[0], depth + 1) and self.first_dim_only(operands[2], depth + 1)
+        first = operands[0]
+        tensors = first.items if isinstance(first, Seq) else [first]
+        return (all(self.first_dim_only(o, depth + 1) for o in tensors)
+                and all(self._no_size(o, depth + 1) for o in operands[1:]))
+
+    def _sizes_past_first(self, node: Expr, depth: int) -> bool:
+        """A list of sizes whose items after the first are static numbers: a display, or a
+        display with a list of static numbers added (`[n, c] + output_size`)."""
+        node = self._display(node)
+        if isinstance(node, Seq):
+            return all(self._static_number(i, depth + 1) for i in node.items[1:])
+        if isinstance(node, CallExpr) and len(node.args) == 2 and self._operator_name(node) == "add":
+            head = self._display(node.args[0])
+            return (isinstance(head, Seq) and len(head.items) >= 1 and self._sizes_past_first(head, depth + 1)
+                    and self._static_number(node.args[1], depth + 1))
+        return False
+
+    def _put(self, d: Any) -> Any:
+        """What a definition puts into its name, for :meth:`first_dim_only`: the value
+        assigned; of a list mutation (``append``, ``_set_item``), the element; False for an
+        in-place operator (``index_put_``, ``add_``: the shape of what it writes into stays)."""
+        value = self.inf.value_of(d)
+        if d.kind != "mutate" or not isinstance(value, CallExpr):
+            return value
+        kind, name = self._op(value)
+        if kind != "operator" or not name:
+            return None
+        if name in self.inf.sem.mutators:
+            return value.args[-1] if value.args else None
+        if name.endswith("_") and not name.startswith("_") and not name.startswith("resize"):
+            return False
+        return None
+
+    def _number(self, node: Expr) -> bool:
+        """A literal, or an expression typed as no tensor."""
+        if isinstance(node, Const) or isinstance(node, Name) and node.id in self.inf.sem.literals:
+            return True
+        typ = self.inf.expr_type(node)
+        return typ is not None and "Tensor" not in typ
+
+    def _static_number(self, node: Expr, depth: int) -> bool:
+        """A number (list of numbers) that no data-dependent size or tensor value reaches;
+        a parameter's as :meth:`first_dim_only` takes parameters."""
+        if isinstance(node, Const) or isinstance(node, Name) and node.id in self.inf.sem.literals:
+            return True
+        if isinstance(node, Name) and node.id in self.inf.facts.params and self.parameters:
+            if self.rows_given:
+                self.assumed.add(node.id)
+            return self.rows_given
+        beyond = past_first_dimension(node, self._operator_name)
+        if beyond is not None:
+            return self.first_dim_only(beyond, depth + 1)
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, (Index, Seq)):  # an item of a list, a display
+            return all(self._static_number(n, depth + 1) for n in node.children())
+        if isinstance(node, Name) and node.id not in self.inf.facts.params:
+            key = "#" + node.id
+            found = self._rows.get(key)
+            if found is None:
+                self._rows[key] = False  # cycle guard
+                values = [self.inf.value_of(d) for d in self._defs(node.id)]
+                found = self._rows[key] = bool(values) and all(
+                    v is not None and self._static_number(v, depth + 1) for v in values)
+            return found
+        if isinstance(node, CallExpr):
+            kind, name = self._op(node)
+            if kind == "intrinsic" and name == "uninitialized":
+                return True  # a placeholder where the code raises
+            if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
+                return self._static_number(node.args[-1], depth + 1)
+        return self.tensor(node, depth) is None and self.value_conversions(node, depth) is None
+
+    def _no_size(self, node: Expr, depth: int) -> bool:
+        """``node`` is no tensor, or one with no data-dependent size."""
+        return not self._is_tensor_operand(node) or self.tensor(node, depth) is None
+
+    def _display(self, node: Expr) -> Expr:
+        """``node`` without the ``annotate(T, ...)`` TorchScript wraps a list display in,
+        through locals bound once."""
+        for _ in range(_MAX_DEPTH):
+            if isinstance(node, Name):
+                defs = self._defs(node.id)
+                if len(defs) != 1 or self.inf.value_of(defs[0]) is None:
+                    break
+                node = self.inf.value_of(defs[0])
+                continue
+            if not isinstance(node, CallExpr) or not node.args:
+                break
+            kind, name = self._op(node)
+            if kind != "intrinsic" or name not in self.inf.sem.value_intrinsics:
+                break
+            node = node.args[-1]
+        return node
 
     def _listed_from(self, node: Expr, depth: int) -> Optional[Expr]:
         """The tensor a list was made from by ``tolist()`` (through locals), or None."""

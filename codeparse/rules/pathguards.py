@@ -81,7 +81,7 @@ class PathGuards:
         self._guards: dict[tuple[int, str], dict] = {}
         self._callee = callee
         self._callers: Optional[dict[str, list[tuple[str, int]]]] = None
-        self._passed: dict[tuple[str, tuple[str, ...]], list[tuple[str, int]]] = {}
+        self._passed: dict[tuple[str, str, bool], list[tuple[str, int]]] = {}
         self._refined: dict[int, dict] = {}  # id(if or loop) -> its condition as export sees it
 
     # -- one function --------------------------------------------------------
@@ -346,20 +346,22 @@ class PathGuards:
         names = _sizes_read(cond["resolved"] or cond["text"],
                             {s["ref"] for s in cond["sources"] if s["kind"] == "tensor_shape" and s["ref"] in params})
         out: list[tuple[str, int]] = []
-        for name in sorted(names):
-            for where in self._passed_for(qualified, name, 0):
+        for name, past_first in sorted(names.items()):
+            for where in self._passed_for(qualified, name, 0, past_first):
                 if where not in out:
                     out.append(where)
         return out
 
-    def _passed_for(self, qualified: str, name: str, depth: int) -> list[tuple[str, int]]:
-        key = (qualified, name)
+    def _passed_for(self, qualified: str, name: str, depth: int, past_first: bool = False) -> list[tuple[str, int]]:
+        """``past_first``: the condition reads dimensions 1 and up of ``name`` alone, so a
+        caller passing a tensor data-dependent in dimension 0 alone passes no such size."""
+        key = (qualified, name, past_first)
         if key not in self._passed:
             self._passed[key] = []  # recursion cut
-            self._passed[key] = self._passed_in(qualified, name, depth) if depth < 8 else []
+            self._passed[key] = self._passed_in(qualified, name, depth, past_first) if depth < 8 else []
         return self._passed[key]
 
-    def _passed_in(self, qualified: str, name: str, depth: int) -> list[tuple[str, int]]:
+    def _passed_in(self, qualified: str, name: str, depth: int, past_first: bool) -> list[tuple[str, int]]:
         from ..infer.datadep import FunctionDataDependence
         from ..parse.expressions import CallExpr
 
@@ -392,6 +394,13 @@ class PathGuards:
             if not found_spans:
                 continue
             lines: list[tuple[str, int]] = []
+            rows = FunctionDataDependence(inf, parameters=True, rows_given=True) if past_first else None
+            if rows is not None and rows.first_dim_only(arg):
+                # Data-dependent in dimension 0 alone if the caller's own parameters it took
+                # so are: asked of its callers in the same terms.
+                for param in sorted(rows.assumed):
+                    lines.extend(self._passed_for(caller, param, depth + 1, past_first=True))
+                found_spans = frozenset()
             for item in sorted(found_spans, key=repr):
                 if isinstance(item[0], int):
                     lines.append(self._line(cpath, inf.text, item[0]))
@@ -439,25 +448,38 @@ class PathGuards:
         return guards
 
 
-def _sizes_read(condition: str, names: set[str]) -> set[str]:
+def _sizes_read(condition: str, names: set[str]) -> dict[str, bool]:
     """Those of ``names`` whose size the condition reads (``torch.numel(boxes)``; not its
-    device or dtype): the first argument of a shape read (``[export] shape_reads``)."""
+    device or dtype): the first argument of a shape read (``[export] shape_reads``), each
+    with whether every read of it leaves out dimension 0 (``list(t.shape[2:])``,
+    ``datadep.past_first_dimension``)."""
     if not names:
-        return set()
+        return {}
     from ..grammar.engine import load_grammar
-    from ..infer.datadep import export_table
-    from ..parse.expressions import CallExpr, ExpressionReader, Name, walk
+    from ..infer.datadep import export_table, past_first_dimension
+    from ..parse.expressions import CallExpr, ExpressionReader, Name
 
     try:
         node = ExpressionReader(condition, load_grammar()).read(0, len(condition))
     except Exception:  # noqa: BLE001 - a condition the reader cannot take: nothing read
-        return set()
+        return {}
     reads = export_table().shape_reads
-    out = set()
-    for n in walk(node):
+
+    def operator(call: CallExpr) -> str:
+        return condition[call.func.start:call.func.end].rpartition(".")[2]
+
+    out: dict[str, bool] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        beyond = past_first_dimension(n, operator)
+        if isinstance(beyond, Name) and beyond.id in names:
+            out[beyond.id] = out.get(beyond.id, True)
+            continue
         if isinstance(n, CallExpr) and n.args and isinstance(n.args[0], Name) and n.args[0].id in names:
-            if condition[n.func.start:n.func.end].rpartition(".")[2] in reads:
-                out.add(n.args[0].id)
+            if operator(n) in reads:
+                out[n.args[0].id] = False
+        stack.extend(n.children())
     return out
 
 
