@@ -368,6 +368,19 @@ def test_rule_a_loop_back_edge_carries_what_the_body_computes():
     assert [k for k, _ in _summary(_forward("rule_loop_back_edge"))] == ["tensor_value", "tensor_shape"]
 
 
+def test_rule_a_tensor_carried_round_a_loop_stays_a_tensor():
+    """``fixtures/models_rules_flow.py`` LoopCarriedType (made by torch): ``x`` carried
+    round a loop prints as ``x0 = x`` before it and ``x1 = torch.add(x0, 1)`` / ``x1 = x0``,
+    ``x0 = x1`` in it; the cycle is typed by what enters it (a Tensor), so
+    ``int(torch.sum(x0))`` converts a Tensor and the branch on it is a tensor value."""
+    expected = [
+        ("tensor_shape", [("x", "tensor_shape", "Tensor"), ("n", "argument", "int")]),
+        ("tensor_value", [("n", "tensor_value", "int"), ("x", "tensor_value", "Tensor")]),
+    ]
+    assert _summary(_archive_forward("rule_loop_carried_type", "LoopCarriedType")) == expected
+    assert _summary(_forward("rule_loop_carried_type")) == expected
+
+
 def test_rule_objects_built_in_the_code_carry_what_built_them():
     """``fixtures/models_rules_objects.py`` ObjectBuilt (made by torch): ``Box(x * 2, y)``
     prints as ``__new__`` then ``__init__``; a method's result (``width()``, its body

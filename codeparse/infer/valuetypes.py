@@ -13,7 +13,11 @@ Tensors, which method calls are Tensor methods (``lengths.tolist()`` is ``aten::
 and which simple operand a source stands for (a parameter or a path from ``self``), and
 whether a conversion converts a Tensor (also when only its operator's schema decides it).
 
-How: each name is typed once (memoized, with a cycle guard); a chain of names deeper than
+How: each name is typed once (memoized); a name carried round a loop (a cycle of
+definitions) is typed optimistically: the type its definitions from outside the cycle
+agree on is assumed, the cyclic ones are typed again under that assumption, and the
+name has that type only if they agree (else none); what was typed under an assumption
+is kept only once the assumption is confirmed.  A chain of names deeper than
 ``_MAX_TYPE_NESTING`` is typed from where it stopped first and then again from the top
 (the way :func:`~codeparse.infer.memo.drive` resumes visits); a name met again while it
 is being resumed lies on a cycle that long and stays untyped.  Before an operand is asked
@@ -50,6 +54,13 @@ class _TypesTooDeep(Exception):
         self.name = name
 
 
+class _Unknown(Exception):
+    """A name whose typing is under way was read before any type was assumed for it."""
+
+
+_UNKNOWN = object()  # a tentative type: every definition waits on a name being typed
+
+
 class ValueTypes:
     """The types of one function's names and expressions, memoized."""
 
@@ -69,8 +80,18 @@ class ValueTypes:
         # The callee of a call whose body is available (set by the inference that holds
         # both: the callees part reads types in turn).
         self.callee_of: Callable[[CallExpr], Optional[Callee]] = lambda node: None
-        self._types: dict[str, Optional[str]] = {}
+        self._types: dict[str, Optional[str]] = {}  # names typed for good
         self._typed: set[str] = set()
+        # A cycle of definitions (a value carried round a loop) is typed optimistically:
+        # the names being typed (their place on the stack), the type assumed for one whose
+        # definitions from outside the cycle agree, the places of names being typed that
+        # the current typing read (it depends on them), and the types found while such an
+        # assumption held (valid until that name's typing moves on; by place).
+        self._progress: dict[str, int] = {}
+        self._assumed: dict[str, Optional[str]] = {}
+        self._reads: set[int] = set()
+        self._tentative: dict[str, tuple[Optional[str], frozenset]] = {}
+        self._tentative_at: dict[int, list[str]] = {}
         self._tensors: dict[tuple[int, int], bool] = {}  # expression span -> is it a Tensor
 
     def expr_type(self, node: Expr, depth: int = 0) -> Optional[str]:
@@ -170,33 +191,86 @@ class ValueTypes:
             return facts.params[name]
         if name in self._types:
             return self._types[name]
+        place = self._progress.get(name)
+        if place is not None:  # on a cycle: the type assumed, none yet (_Unknown) at first
+            self._reads.add(place)
+            if name in self._assumed:
+                return self._assumed[name]
+            raise _Unknown
+        if name in self._tentative:
+            typ, reads = self._tentative[name]
+            self._reads |= reads
+            if typ is _UNKNOWN:
+                raise _Unknown
+            return typ
         if _type_nesting[0] > _MAX_TYPE_NESTING:
             raise _TypesTooDeep(name)
-        self._types[name] = None  # cycle guard
+        place = self._progress[name] = len(self._progress)
+        outer_reads, self._reads = self._reads, set()
         _type_nesting[0] += 1
         try:
-            found: set = set()
-            for d in facts.defs.get(name, ()):
-                if d.kind in MUTATIONS:
-                    continue
-                if d.annotation:
-                    found.add(d.annotation)
-                    continue
-                value = self.value_of(d)
+            found = self._def_types(name)
+            if place in self._reads and len(found) == 1 and None not in found:
+                # A cycle through `name`: assume the type its definitions from outside the
+                # cycle agree on, and type the cyclic ones again under that assumption.
+                (assumed,) = found
+                self._assumed[name] = assumed
+                self._forget(place)
+                found = self._def_types(name)
+                if found != {assumed}:
+                    found = {None}
+        except BaseException:
+            self._reads = outer_reads
+            raise
+        finally:
+            _type_nesting[0] -= 1
+            del self._progress[name]
+            self._assumed.pop(name, None)
+            self._forget(place)
+        reads = frozenset(self._reads - {place})
+        self._reads = outer_reads | reads
+        if not found:
+            if reads:  # every definition waits on a name whose typing is under way
+                self._tentative[name] = (_UNKNOWN, reads)
+                self._tentative_at.setdefault(max(reads), []).append(name)
+                raise _Unknown
+            found = {None}
+        typ = found.pop() if len(found) == 1 else None
+        if reads:  # typed under the assumption of a name whose typing is under way
+            self._tentative[name] = (typ, reads)
+            self._tentative_at.setdefault(max(reads), []).append(name)
+        else:
+            self._types[name] = typ
+        return typ
+
+    def _def_types(self, name: str) -> set:
+        """The types of ``name``'s definitions; one that waits on a name whose typing is
+        under way (and has no type assumed yet) gives none."""
+        found: set = set()
+        for d in self.facts.defs.get(name, ()):
+            if d.kind in MUTATIONS:
+                continue
+            if d.annotation:
+                found.add(d.annotation)
+                continue
+            value = self.value_of(d)
+            try:
                 if value is None:
                     found.add(None)
                 elif d.kind == "for":
                     found.add("int" if self._is_range(value) else element_type(self.expr_type(value, 1)))
                 else:
                     found.add(self.expr_type(value, 1))
-        except _TypesTooDeep:
-            del self._types[name]  # not typed yet: typed again when the chain beneath is
-            raise
-        finally:
-            _type_nesting[0] -= 1
-        typ = found.pop() if len(found) == 1 else None
-        self._types[name] = typ
-        return typ
+            except _Unknown:
+                continue
+        return found
+
+    def _forget(self, place: int) -> None:
+        """Drop the types found while the name at ``place`` was being typed (and names
+        above it on the stack): its assumption has changed or it is done."""
+        for at in [at for at in self._tentative_at if at >= place]:
+            for name in self._tentative_at.pop(at):
+                self._tentative.pop(name, None)
 
     def _warm_types(self, node: Expr) -> None:
         """Type the names ``node`` depends on first to last in the text (an iterative walk),
@@ -228,9 +302,15 @@ class ValueTypes:
         key = (node.start, node.end)  # the same text: the same answer, within one function
         found = self._tensors.get(key)
         if found is None:
-            self._warm_types(node)
-            typ = self.expr_type(node)
-            found = self._tensors[key] = typ is not None and typ in self.sem.tensor_types
+            outer_reads, self._reads = self._reads, set()
+            try:
+                self._warm_types(node)
+                typ = self.expr_type(node)
+            finally:
+                reads, self._reads = self._reads, outer_reads | self._reads
+            found = typ is not None and typ in self.sem.tensor_types
+            if not reads:  # not typed under the assumption of a name being typed
+                self._tensors[key] = found
         return found
 
     def converts_tensor(self, conversion: str, operand: Expr) -> bool:
