@@ -390,6 +390,19 @@ class _Analyzer:
             name = f"{t.qualified_name()}.{node.s('name')}" if t.kind() == "ClassType" else None
         return self.lookup(name) if name else None
 
+    def self_sets(self, attr: str) -> list:
+        """The ``prim::SetAttr`` nodes that set ``attr`` on this method's own self."""
+        if self.self_value is None:
+            return []
+        found = getattr(self, "_self_sets", None)
+        if found is None:
+            found = self._self_sets = {}
+            own = self.self_value.unique()
+            for node in _walk_nodes(self.graph.block()):
+                if node.kind() == "prim::SetAttr" and node.inputsAt(0).unique() == own:
+                    found.setdefault(node.s("name"), []).append(node)
+        return found.get(attr, [])
+
     def order(self) -> tuple[dict, dict]:
         """:func:`_order` of this analyzer's graph, computed once."""
         found = getattr(self, "_order_cache", None)
@@ -492,6 +505,16 @@ class _Analyzer:
 
             path = an.self_path(value)
             if path is not None:
+                # A read of an attribute of self that the method sets (prim::SetAttr on its
+                # self) where the set can run before the read: also what was set, and the
+                # ifs and loops around the set (the saved value stays a source).
+                read = value.node()
+                if read.kind() == "prim::GetAttr" and path.count(".") == 1:
+                    for node_set in an.self_sets(path[len("self."):]):
+                        if an.runs_before(node_set, (an.order()[0].get(read, 1 << 30), read)):
+                            at_node[0] = node_set
+                            push(node_set.inputsAt(1), mode, f)
+                            loops_around(node_set, mode, f, an.graph.block())
                 if call is None:
                     named.setdefault(path, set()).add(mode or "attribute")
                 elif prefix is not None:

@@ -563,6 +563,27 @@ class Objects(nn.Module):
         return x
 
 
+class SelfSets(nn.Module):
+    """One ``if`` per rule of attributes of self the method sets (see ``test_ir_oracle_self_sets``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+        self.seen = 0
+
+    def forward(self, x: Tensor, n: int) -> Tensor:
+        if self.seen > 2:  # 1 a read before any set: the attribute
+            x.add_(1)
+        for i in range(x.size(0)):
+            self.count = i
+        if self.count > 2:  # 2 set in a loop before the read: the counter (and the attribute)
+            x.add_(2)
+        self.seen = int(x.sum())
+        if self.seen > 0:  # 3 set before the read: what was set
+            x.add_(3)
+        return x
+
+
 def _forward_facts(module: nn.Module) -> ir_oracle.MethodFacts:
     scripted = torch.jit.script(module)
     facts = ir_oracle.module_facts(scripted)
@@ -690,6 +711,16 @@ def test_ir_oracle_objects():
         {("n", "argument")},
         set(),
         {("n", "argument")},
+    ]
+
+
+def test_ir_oracle_self_sets():
+    facts = _forward_facts(SelfSets())
+    assert facts.if_kinds == ["attribute", "tensor_shape", "tensor_value"]
+    assert facts.if_sources == [
+        {("self.seen", "attribute")},
+        {("x", "tensor_shape"), ("self.count", "attribute")},
+        {("x", "tensor_value"), ("self.seen", "attribute")},
     ]
 
 

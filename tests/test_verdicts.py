@@ -381,6 +381,25 @@ def test_rule_a_tensor_carried_round_a_loop_stays_a_tensor():
     assert _summary(_forward("rule_loop_carried_type")) == expected
 
 
+def test_rule_an_attribute_of_self_the_method_sets_holds_what_was_set():
+    """``fixtures/models_rules_flow.py`` ModuleStateSet (made by torch): a read of
+    ``self.seen`` before any set is the attribute; ``self.count = i`` in a loop before the
+    read gives the loop's shape, ``self.seen = int(torch.sum(x1))`` before the read a tensor
+    value, ``self.flag = n`` under ``if n > 3`` an argument (the saved value stays a
+    source: a set that does not run leaves it)."""
+    expected = [
+        ("attribute", [("self.seen", "attribute", "int")]),
+        ("tensor_shape", [("self.seen", "tensor_shape", "int"), ("x", "tensor_shape", "Tensor"),
+                          ("self.count", "attribute", "int")]),
+        ("tensor_value", [("self.seen", "tensor_value", "int"), ("self.count", "tensor_value", "int"),
+                          ("x", "tensor_value", "Tensor")]),
+        ("argument", [("n", "argument", "int")]),
+        ("argument", [("n", "argument", "int"), ("self.flag", "attribute", "int")]),
+    ]
+    assert _summary(_archive_forward("rule_module_state_set", "ModuleStateSet")) == expected
+    assert [k for k, _ in _summary(_forward("rule_module_state_set"))] == [k for k, _ in expected]
+
+
 def test_rule_objects_built_in_the_code_carry_what_built_them():
     """``fixtures/models_rules_objects.py`` ObjectBuilt (made by torch): ``Box(x * 2, y)``
     prints as ``__new__`` then ``__init__``; a method's result (``width()``, its body

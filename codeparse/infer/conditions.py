@@ -55,7 +55,7 @@ from typing import Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq
 from .callees import Callee, CalleeRegistry, Calls
-from .facts import Definition, FunctionFacts, Scope
+from .facts import LOOPS, Definition, FunctionFacts, Scope
 from .memo import DEEPEST_CYCLE, DepthLimit, Memo, TooDeep, depth, drive, driving, nesting
 from .names import MAX_RESOLVE_DEPTH, Names, dotted, unquote
 from .resolved import Resolver
@@ -113,6 +113,7 @@ class Inference:
         self.resolved = resolver.resolved
         self._memo_results = memo.results
         self._enter = memo.enter
+        self._reading: set[str] = set()  # self paths whose sets are being visited (_attribute)
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
 
     # -- conditions ------------------------------------------------------------
@@ -206,7 +207,7 @@ class Inference:
         if isinstance(node, Attr):
             path = self.expr_path(node)
             if path:
-                return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+                return self._attribute(path, node.start, scopes)
             root = node
             while isinstance(root, Attr):
                 root = root.value
@@ -243,7 +244,7 @@ class Inference:
         path = self.name_path(name)
         memo = self._memo_results
         if path and path != self.facts.self_name:
-            found = memo[key] = frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+            found = memo[key] = self._attribute(path, d.start, d.scopes)
             return found
         found = memo.get(name)
         if found is None:
@@ -307,7 +308,7 @@ class Inference:
     def _visit_name(self, name: str, scopes: tuple[Scope, ...], carried: tuple[Scope, ...]):
         path = self.name_path(name)
         if path and path != self.facts.self_name:
-            return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+            return self._alias_attribute(name, path, scopes)
         # What the definitions compute does not depend on the use: one entry per name.
         defs = self._memo_results.get(name)  # the entry of a name's definitions is the name itself
         if defs is None:
@@ -335,7 +336,7 @@ class Inference:
         _visit_name, over those definitions and the ifs and loops around them."""
         path = self.name_path(name)
         if path and path != self.facts.self_name:
-            return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+            return self._alias_attribute(name, path, scopes)
         memo = self._memo_results
         parts = []
         controls: dict = {}
@@ -353,6 +354,37 @@ class Inference:
                     found = self._enter(key, self._visit_test, (scope, def_scopes))
                 parts.append(found)
         return union(parts)
+
+    def _attribute(self, path: str, start: int, scopes: tuple[Scope, ...]):
+        """A read of ``path`` from ``self`` at ``start``: the attribute, and where the
+        function sets it (``self.y = v``) before the read or in a loop around both, what
+        it sets and the ifs and loops around the set (the saved value is kept: a set that
+        does not run leaves it)."""
+        found = frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+        sets = self.facts.self_sets.get(path)
+        if not sets or path in self._reading:
+            return found
+        parts = [found]
+        self._reading.add(path)
+        try:
+            for d in sets:
+                if d.start >= start and not any(
+                        scope.kind in LOOPS and scope in scopes for scope in d.scopes):
+                    continue
+                parts.append(self._visit(self.tree(d.value), d.scopes))
+                for scope in d.scopes:
+                    if scope.kind in ("if", "for", "while"):
+                        parts.append(self._visit_test(scope, d.scopes))
+        finally:
+            self._reading.discard(path)
+        return union(parts)
+
+    def _alias_attribute(self, name: str, path: str, scopes: tuple[Scope, ...]):
+        """A use of a local that stands for ``path`` from ``self``: read where it is bound."""
+        d = self.single_def(name)
+        if d is None:
+            return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+        return self._attribute(path, d.start, d.scopes)
 
     def _visit_defs(self, name: str):
         memo = self._memo_results
@@ -401,7 +433,7 @@ class Inference:
             if target == "getattr":
                 path = self.expr_path(node)
                 if path:
-                    return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+                    return self._attribute(path, node.start, scopes)
             if target in sem.value_intrinsics and args:
                 operands = [args[-1]]
             elif target == "uninitialized":

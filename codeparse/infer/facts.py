@@ -76,3 +76,6 @@ class FunctionFacts:
     returns: list[tuple[tuple[int, int], tuple[Scope, ...]]] = field(default_factory=list)
     # Whether the function sets an attribute of its object (`self.y = v`).
     sets_self: bool = False
+    # The attributes of its object it sets: path (`self.y`) -> its sets (kind "setattr",
+    # value the value set), in the order of the text.
+    self_sets: dict[str, list[Definition]] = field(default_factory=dict)

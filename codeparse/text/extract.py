@@ -843,7 +843,8 @@ class _Walk:
         the code, a function's result, an ``unchecked_cast`` of an Optional one; never a
         parameter or ``self``), by ``v``; ``self.attr = v`` marks the function as one that
         sets an attribute of its object.  A local that stands for a path from ``self``
-        keeps its path (:meth:`~codeparse.infer.names.Names.name_path`)."""
+        keeps its path (:meth:`~codeparse.infer.names.Names.name_path`).  ``self.attr = v`` is
+        also recorded under its path (``FunctionFacts.self_sets``): a later read holds ``v``."""
         from ..parse.expressions import Attr, Name
 
         node = self.ex.reader.read(*targets)
@@ -852,6 +853,9 @@ class _Walk:
             defs = self.facts.defs.get(name)
             if name == self.facts.self_name:
                 self.facts.sets_self = True
+                path = f"{name}.{node.attr}"
+                self.facts.self_sets.setdefault(path, []).append(
+                    Definition(path, "setattr", value, None, scopes, None, start))
             elif defs and all(d.kind != "param" for d in defs):
                 defs.append(Definition(name, "setattr", value, None, scopes, None, start))
 
