@@ -6,8 +6,9 @@ asserts that codeparse says so and is ``xfail(strict=True)``: it fails today, an
 the gap is closed it passes and strict turns that into a failure, so this file is updated.
 
 The gaps: an attribute set or a list mutated by a called function, through a list element
-or another object's field, and on ``self`` (module state) defines nothing at a later read
-(docs/how-it-works.md, rule 2, "Not covered").  What they need: per-callee summaries of what
+or another object's field, and on ``self`` (module state) by a method the function calls
+defines nothing at a later read (docs/how-it-works.md, rule 2, "Not covered"; a set of
+``self.y`` in the function's own body is followed: ``rule_module_state_set``).  What they need: per-callee summaries of what
 a function mutates in its parameters, and an alias rule for objects and containers (a read
 of an attribute depends on every set of that attribute on a value of the same class that
 can run before it).
@@ -100,13 +101,16 @@ class ThroughField(nn.Module):
         return x
 
 
-class ModuleState(nn.Module):
+class ModuleStateInMethod(nn.Module):
     def __init__(self):
         super().__init__()
         self.seen = 0
 
-    def forward(self, x: Tensor) -> Tensor:
+    def mark(self, x: Tensor):
         self.seen = int(x.sum())
+
+    def forward(self, x: Tensor) -> Tensor:
+        self.mark(x)
         if self.seen > 0:
             return x + 1
         return x
@@ -119,7 +123,7 @@ GAPS = {
     "returned_from_set": (ReturnedFromSet, "tensor_value", (-torch.ones(2),), (torch.ones(2),)),
     "through_element": (ThroughElement, "tensor_shape", (torch.zeros(0),), (torch.zeros(2),)),
     "through_field": (ThroughField, "argument", (torch.zeros(2), 0), (torch.zeros(2), 5)),
-    "module_state": (ModuleState, "tensor_value", (-torch.ones(2),), (torch.ones(2),)),
+    "module_state_in_method": (ModuleStateInMethod, "tensor_value", (-torch.ones(2),), (torch.ones(2),)),
 }
 
 
