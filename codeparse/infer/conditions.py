@@ -54,17 +54,17 @@ from __future__ import annotations
 from typing import Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq
-from .callees import Callee, CalleeRegistry, Calls
+from .callees import Calls
 from .facts import LOOPS, Definition, FunctionFacts, Scope
 from .memo import DEEPEST_CYCLE, DepthLimit, Memo, TooDeep, depth, drive, driving, nesting
-from .names import MAX_RESOLVE_DEPTH, Names, dotted, unquote
+from .names import MAX_RESOLVE_DEPTH, Names, dotted
 from .resolved import Resolver
 from .semantics import Semantics
-from .sources import EMPTY, PRIORITY, RANK, VALUE_MARKS, remark, union
+from .sources import EMPTY, RANK, VALUE_MARKS, remark, union
 from .types import literal_type
 from .valuetypes import ValueTypes
 
-__all__ = ["Inference", "Callee", "CalleeRegistry", "DepthLimit", "DEEPEST_CYCLE", "PRIORITY", "dotted", "unquote"]
+__all__ = ["Inference"]
 
 _MAX_REF = 60  # characters of an operand's text used as a source's name
 

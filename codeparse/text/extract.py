@@ -11,7 +11,7 @@ is read (:mod:`codeparse.text.reader`):
   recursing into blocks (:class:`_Walk`): every binding becomes a definition of its names
   (tuple targets split by counting brackets), every if and loop is recorded with the
   scopes that enclose it, and the function's :class:`~codeparse.infer.conditions.Inference`
-  and :class:`~codeparse.infer.conditions.Callee` are made.
+  and :class:`~codeparse.infer.callees.Callee` are made.
 * :meth:`Extractor.finish` scans each function body left to right for calls and attribute
   reads with one ``finditer`` of the grammar's ``[scan].references`` (strings matched first
   and so skipped; no expression tree): a call's extent is counted from its parenthesis to

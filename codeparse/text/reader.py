@@ -14,7 +14,7 @@ Every code text takes the same four steps, each a function here, in this order:
    pattern per line, blocks by an indentation stack; CP101-CP112 for what it cannot read).
 3. **Start** (:func:`start_file`): :class:`codeparse.text.extract.Extractor` walks every
    function's body once for its definitions, ifs and loops, and registers each function
-   (:class:`codeparse.infer.conditions.Callee`), so that a call into a function later in
+   (:class:`codeparse.infer.callees.Callee`), so that a call into a function later in
    the text, or in another file of an archive, can be followed before any condition is read.
 4. **Finish** (:func:`finish_file`): the extractor scans each body for calls and ``self``
    references (one ``finditer`` of the grammar's ``[scan].references``), answers each
