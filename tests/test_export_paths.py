@@ -52,7 +52,7 @@ def test_verdicts_hold_against_the_record(reports):
     assert blocked_where_exports == KNOWN_BLOCKED_WHERE_TORCH_EXPORTS
     assert missed == KNOWN_MISSED
     failed = sum(1 for c in CASES if not RECORD["cases"][c]["ok"])
-    assert (len(CASES), failed, predicted) == (42, 23, 23)
+    assert (len(CASES), failed, predicted) == (44, 24, 24)
 
 
 def _verdict(item):
@@ -233,3 +233,20 @@ def test_data_dependence_per_dimension(reports):
         assert not rec["ok"] and rec["data_dependent"], case
         (f,) = _blocking(reports[case])
         assert (f.code, f.severity, f.origin.line) == ("CP402", "error", rec["frame"]["line"]), case
+
+
+def test_branches_the_saved_values_rule_out_define_nothing(reports):
+    """`rows` is `kept` (data-dependent in dimension 0 alone) or, in training mode, every kept
+    row against every other (dimension 1 too); a helper branches on `list(t.shape[1:])`.
+    Saved in eval mode, the training branch never runs: its definition leaves the
+    helper's argument alone, the branch only specializes (torch exports); saved in train
+    mode, it is CP402 where torch fails, the definition among its producers."""
+    eval_, train = RECORD["cases"]["training_rows_eval"], RECORD["cases"]["training_rows_train"]
+    assert eval_["ok"] and not train["ok"] and train["data_dependent"]
+    item = reports["training_rows_eval"]
+    assert _blocking(item) == [] and _verdict(item) == "exports_with_specializations"
+    assert sorted(f.code for f in item.findings) == ["CP403", "CP404"]
+    item = reports["training_rows_train"]
+    (f,) = _blocking(item)
+    assert (f.code, f.severity, f.origin.line) == ("CP402", "error", train["frame"]["line"])
+    assert _verdict(item) == "blocked"

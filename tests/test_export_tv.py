@@ -65,6 +65,7 @@ def test_blocking_findings_near_draft_export_failures(reports):
                 certain += 1
                 near_certain += hit
     assert {"all": (near, total), "certain": (near_certain, certain)} == FIGURES
+    assert near_certain * 5 >= certain * 4  # at least four in five of those the verdict rests on
 
 
-FIGURES = {"all": (16, 39), "certain": (16, 21)}
+FIGURES = {"all": (16, 38), "certain": (16, 20)}

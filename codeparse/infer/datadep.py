@@ -27,18 +27,23 @@ Calls are followed through the callees that inference knows
 (:class:`codeparse.infer.callees.Callee`: the same text, or any file of an archive):
 each gets, once, a summary "does what it returns have a data-dependent size, and
 where is that made?".  A producer in another file is reported at the call site in
-this one.
+this one.  A callee's "dimension 0 alone" summary is made per set of parameters its caller
+passes a data-dependent size (the others hold none).
+
+Given ``ruled_out`` (:data:`RuledOut`: the export rules pass the branches the saved module
+values rule out, such as ``if self.training:`` saved in eval mode), what such a branch
+defines or returns is left out, in the function and in the summaries of its callees.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, Index, Name, Seq
 
-__all__ = ["ExportTable", "FunctionDataDependence", "export_table", "past_first_dimension", "returns_data_dependent",
-           "returns_first_dim_only"]
+__all__ = ["ExportTable", "FunctionDataDependence", "RuledOut", "export_table", "past_first_dimension",
+           "returns_data_dependent", "returns_first_dim_only"]
 
 _MAX_DEPTH = 32
 _NOT = None  # "not data-dependent"
@@ -80,48 +85,64 @@ def export_table() -> ExportTable:
     return ExportTable(load_semantics())
 
 
-def returns_data_dependent(callee: Any) -> Optional[frozenset]:
-    """Producer spans when what ``callee`` returns has a data-dependent size (memoized on it)."""
-    cached = getattr(callee, "_data_dependent_returns", False)
-    if cached is not False:
-        return cached
-    callee._data_dependent_returns = _NOT  # recursion cut
+def returns_data_dependent(callee: Any, ruled_out: "RuledOut" = None) -> Optional[frozenset]:
+    """Producer spans when what ``callee`` returns has a data-dependent size (memoized on it,
+    per ``ruled_out``)."""
+    memo = _memo(callee, "_data_dependent_returns", ruled_out)
+    if ruled_out in memo:
+        return memo[ruled_out]
+    memo[ruled_out] = _NOT  # recursion cut
     inf = callee.inference
-    dd = FunctionDataDependence(inf)
-    result = _union(dd.tensor(inf.tree(span), 0) for span, _ in inf.facts.returns)
-    callee._data_dependent_returns = result
+    dd = FunctionDataDependence(inf, ruled_out=ruled_out)
+    result = memo[ruled_out] = _union(dd.tensor(inf.tree(span), 0) for span in dd.returns())
     return result
 
 
-def returns_parameters(callee: Any) -> frozenset:
+def returns_parameters(callee: Any, ruled_out: "RuledOut" = None) -> frozenset:
     """The parameters of ``callee`` whose data-dependent size its return value keeps
     (``clip_boxes_to_image(boxes, size)`` returns a tensor the size of ``boxes``);
-    memoized on it."""
-    cached = getattr(callee, "_data_dependent_parameters", None)
-    if cached is not None:
-        return cached
-    callee._data_dependent_parameters = frozenset()  # recursion cut
+    memoized on it, per ``ruled_out``."""
+    memo = _memo(callee, "_data_dependent_parameters", ruled_out)
+    if ruled_out in memo:
+        return memo[ruled_out]
+    memo[ruled_out] = frozenset()  # recursion cut
     inf = callee.inference
-    dd = FunctionDataDependence(inf, parameters=True)
-    found = _union(dd.tensor(inf.tree(span), 0) for span, _ in inf.facts.returns) or ()
-    result = frozenset(item[1] for item in found if item[0] == _PARAMETER)
-    callee._data_dependent_parameters = result
+    dd = FunctionDataDependence(inf, parameters=True, ruled_out=ruled_out)
+    found = _union(dd.tensor(inf.tree(span), 0) for span in dd.returns()) or ()
+    result = memo[ruled_out] = frozenset(item[1] for item in found if item[0] == _PARAMETER)
     return result
 
 
-def returns_first_dim_only(callee: Any) -> bool:
+def returns_first_dim_only(callee: Any, ruled_out: "RuledOut" = None,
+                           static: frozenset = frozenset()) -> Optional[frozenset]:
     """Whether what ``callee`` returns is data-dependent in dimension 0 alone when each of
-    its parameters is (see :meth:`FunctionDataDependence.first_dim_only`); memoized on it."""
-    cached = getattr(callee, "_first_dim_only", None)
-    if cached is not None:
-        return cached
-    callee._first_dim_only = False  # recursion cut
+    its parameters is, but those named in ``static``, which hold no data-dependent size (see
+    :meth:`FunctionDataDependence.first_dim_only`): the parameters the answer takes so (an
+    empty set when it takes none), or None when it is not; memoized on it, per
+    ``ruled_out`` and ``static``."""
+    memo = _memo(callee, "_first_dim_only", ruled_out)
+    key = (ruled_out, static)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # recursion cut
     inf = callee.inference
-    dd = FunctionDataDependence(inf, parameters=True, rows_given=True)
-    returns = [inf.tree(span) for span, _ in inf.facts.returns]
-    result = bool(returns) and all(dd.first_dim_only(r) for r in returns)
-    callee._first_dim_only = result
+    dd = FunctionDataDependence(inf, parameters=True, rows_given=True, ruled_out=ruled_out, static=static)
+    returns = [inf.tree(span) for span in dd.returns()]
+    held = bool(returns) and all(dd.first_dim_only(r) for r in returns)
+    result = memo[key] = frozenset(dd.assumed) if held else None
     return result
+
+
+def _memo(callee: Any, name: str, ruled_out: "RuledOut") -> dict:
+    """A summary's memo on ``callee``: ``ruled_out`` (or None; with more of what the answer
+    depends on) -> the answer.  The key holds the object itself (so that its identity is
+    never reused): one program's answers with the branches its saved values rule out, apart
+    from the answers with every branch."""
+    memo = getattr(callee, name, None)
+    if memo is None:
+        memo = {}
+        setattr(callee, name, memo)
+    return memo
 
 
 def past_first_dimension(node: Expr, operator: Any) -> Optional[Expr]:
@@ -147,6 +168,16 @@ def _all_sizes(node: Expr, operator: Any) -> Optional[Expr]:
     return None
 
 
+def _negative(node: Expr) -> bool:
+    """A literal integer below 0."""
+    if not isinstance(node, Const):
+        return False
+    try:
+        return int(node.text) < 0
+    except ValueError:
+        return False
+
+
 def _from_one(node: Expr) -> bool:
     """A literal integer of 1 or more."""
     return isinstance(node, Const) and node.text.isdigit() and int(node.text) >= 1
@@ -154,11 +185,17 @@ def _from_one(node: Expr) -> bool:
 
 _PARAMETER = "parameter"  # marks (_PARAMETER, name) among producer spans: "what the caller passes"
 
+#: ``ruled_out(inference)``: the ``if`` statements of that function (:attr:`Scope.key`) and
+#: the branch of each that cannot run (``"then"``/``"else"``), as a set of pairs; None asks
+#: nothing (every branch may run).
+RuledOut = Optional[Callable[[Any], frozenset]]
+
 
 class FunctionDataDependence:
     """The data-dependence questions about one function (see the module docs)."""
 
-    def __init__(self, inference: Any, parameters: bool = False, rows_given: bool = False):
+    def __init__(self, inference: Any, parameters: bool = False, rows_given: bool = False,
+                 ruled_out: RuledOut = None, static: frozenset = frozenset()):
         self.inf = inference
         # With ``parameters``, a parameter's size is a producer of its own, (_PARAMETER, name).
         self.parameters = parameters
@@ -167,6 +204,14 @@ class FunctionDataDependence:
         # ``assumed`` collects the parameters it took so.
         self.rows_given = rows_given
         self.assumed: set[str] = set()
+        # Parameters every caller passes a tensor of no data-dependent size (of the
+        # ``rows_given`` ones: those not taken so).
+        self.static = static
+        # With ``ruled_out``, a definition (a return) in a branch it rules out (the saved
+        # module never runs it: ``if self.training:`` saved in eval mode) is left out, here
+        # and in the summaries of the callees followed.
+        self.ruled_out = ruled_out
+        self._dead: Optional[frozenset] = None
         self._rows: dict[str, bool] = {}  # name -> first_dim_only
         self.table = export_table()
         self._memo: dict[int, Optional[frozenset]] = {}
@@ -200,9 +245,21 @@ class FunctionDataDependence:
             else:
                 # Assignments, and mutations (`torch.append(l, v)`: l holds what is appended).
                 found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind in ("assign", "mutate")
-                         and d.value is not None]
+                         and d.value is not None and self._runs(d.scopes)]
             self._assigns[name] = found
         return found
+
+    def _runs(self, scopes: tuple) -> bool:
+        """No ``if`` around a position takes, there, a branch that :attr:`ruled_out` rules out."""
+        if self.ruled_out is None:
+            return True
+        if self._dead is None:
+            self._dead = self.ruled_out(self.inf) or frozenset()
+        return not self._dead or not any(s.kind == "if" and (s.key, s.branch) in self._dead for s in scopes)
+
+    def returns(self) -> list[tuple[int, int]]:
+        """The spans of the function's return values, but for returns in ruled-out branches."""
+        return [span for span, scopes in self.inf.facts.returns if self._runs(scopes)]
 
     def _is_tensor_operand(self, node: Expr) -> bool:
         if isinstance(node, Const):
@@ -218,7 +275,7 @@ class FunctionDataDependence:
         if depth > _MAX_DEPTH:
             return _NOT
         if isinstance(node, Name):
-            if self.parameters and node.id in self.inf.facts.params:
+            if self.parameters and node.id in self.inf.facts.params and node.id not in self.static:
                 return frozenset({(_PARAMETER, node.id)})
             key = ("name", node.id)
             if key in self._memo:
@@ -273,7 +330,7 @@ class FunctionDataDependence:
         return _union(self.tensor(a, depth + 1) for a in operands)
 
     def _callee(self, callee: Any, call: CallExpr, depth: int = 0) -> Optional[frozenset]:
-        spans = returns_data_dependent(callee)
+        spans = returns_data_dependent(callee, self.ruled_out)
         passed = self._passed(callee, call, depth)
         if spans is None:
             if passed is None:
@@ -285,14 +342,10 @@ class FunctionDataDependence:
 
     def _passed(self, callee: Any, call: CallExpr, depth: int) -> Optional[frozenset]:
         """Producers of the arguments whose data-dependent size the callee returns."""
-        names = returns_parameters(callee)
+        names = returns_parameters(callee, self.ruled_out)
         if not names:
             return _NOT
-        params = [name for name, _ in callee.params]
-        if params and params[0] == "self" and isinstance(call.func, Attr):
-            params = params[1:]
-        given = dict(zip(params, call.args))
-        given.update(call.keywords)
+        given = _bound(callee, call)
         return _union(self.tensor(given[name], depth + 1) for name in names if name in given)
 
     def _has_mask(self, node: Expr, depth: int) -> bool:
@@ -420,7 +473,7 @@ class FunctionDataDependence:
         if typ is not None and "Tensor" not in typ:  # a number, a list of numbers
             return self._static_number(node, depth)
         if isinstance(node, Name) and node.id in self.inf.facts.params:
-            if self.parameters:
+            if self.parameters and node.id not in self.static:
                 if self.rows_given:
                     self.assumed.add(node.id)
                 return self.rows_given
@@ -446,10 +499,16 @@ class FunctionDataDependence:
             return False
         callee = self.inf.callee_of(node)
         if callee is not None:
-            if not returns_first_dim_only(callee):
+            # The summary takes the parameters given a tensor of no data-dependent size (or
+            # left to their defaults) as such, the others as data-dependent in dimension 0
+            # alone: each argument of those its answer rests on must be.
+            given = _bound(callee, node)
+            varying = {p: a for p, a in given.items() if self.tensor(a, depth + 1) is not None}
+            static = frozenset(p for p, _ in callee.params if p not in varying)
+            assumed = returns_first_dim_only(callee, self.ruled_out, static)
+            if assumed is None:
                 return False
-            # The summary took every parameter so: each argument must be.
-            return all(self.first_dim_only(a, depth + 1) for a in [*node.args, *(v for _, v in node.keywords)])
+            return all(self.first_dim_only(a, depth + 1) for p, a in varying.items() if p in assumed)
         kind, name = self._op(node)
         if kind == "intrinsic" and name in self.inf.sem.value_intrinsics and node.args:
             return self.first_dim_only(node.args[-1], depth + 1)
@@ -503,11 +562,16 @@ class FunctionDataDependence:
                 and all(self._no_size(o, depth + 1) for o in operands[1:]))
 
     def _sizes_past_first(self, node: Expr, depth: int) -> bool:
-        """A list of sizes whose items after the first are static numbers: a display, or a
-        display with a list of static numbers added (`[n, c] + output_size`)."""
+        """A list of sizes whose items after the first are static numbers, none a -1 (a view
+        fills that in from its operand's size): a display, or a display with a list of static
+        numbers added (`[n, c] + output_size`); or all the sizes of a tensor data-dependent in
+        dimension 0 alone (`torch.size(t)`)."""
         node = self._display(node)
+        every = _all_sizes(node, self._operator_name)
+        if every is not None:
+            return self.first_dim_only(every, depth + 1)
         if isinstance(node, Seq):
-            return all(self._static_number(i, depth + 1) for i in node.items[1:])
+            return all(self._static_number(i, depth + 1) and not _negative(i) for i in node.items[1:])
         if isinstance(node, CallExpr) and len(node.args) == 2 and self._operator_name(node) == "add":
             head = self._display(node.args[0])
             return (isinstance(head, Seq) and len(head.items) >= 1 and self._sizes_past_first(head, depth + 1)
@@ -571,8 +635,11 @@ class FunctionDataDependence:
         return self.tensor(node, depth) is None and self.value_conversions(node, depth) is None
 
     def _no_size(self, node: Expr, depth: int) -> bool:
-        """``node`` is no tensor, or one with no data-dependent size."""
-        return not self._is_tensor_operand(node) or self.tensor(node, depth) is None
+        """``node`` is a tensor with no data-dependent size, or a static number (a
+        convolution's stride)."""
+        if self._is_tensor_operand(node):
+            return self.tensor(node, depth) is None
+        return self._static_number(node, depth)
 
     def _display(self, node: Expr) -> Expr:
         """``node`` without the ``annotate(T, ...)`` TorchScript wraps a list display in,
@@ -701,6 +768,17 @@ class FunctionDataDependence:
                 if read is not None and not self.literal(read, depth + 1):
                     return read
         return None
+
+
+def _bound(callee: Any, call: CallExpr) -> dict[str, Expr]:
+    """The arguments of a call by the callee's parameter names (``self`` left out where a
+    method is called on a receiver)."""
+    params = [name for name, _ in callee.params]
+    if params and params[0] == "self" and isinstance(call.func, Attr):
+        params = params[1:]
+    given = dict(zip(params, call.args))
+    given.update(call.keywords)
+    return given
 
 
 def _union(results) -> Optional[frozenset]:

@@ -27,6 +27,8 @@ __all__ = ["CONDITIONAL_KINDS", "PathGuards", "conditional", "functions_of", "gu
 
 # Guards whose side the caller (or the module's saved state) chooses, not the data.
 CONDITIONAL_KINDS = frozenset({"argument", "attribute"})
+# Guards whose side the saved values (or what torch.export knows of the runtime) may decide.
+_DECIDABLE = ("attribute", "constant", "runtime")
 _MAX_GUARDS = 8
 
 
@@ -83,6 +85,8 @@ class PathGuards:
         self._callers: Optional[dict[str, list[tuple[str, int]]]] = None
         self._passed: dict[tuple[str, str, bool], list[tuple[str, int]]] = {}
         self._refined: dict[int, dict] = {}  # id(if or loop) -> its condition as export sees it
+        self._inferred: Optional[dict[int, str]] = None  # id(inference) -> its function
+        self._ruled: dict[str, frozenset] = {}
 
     # -- one function --------------------------------------------------------
     def local(self, qualified: str, offset: int) -> list[dict]:
@@ -130,7 +134,7 @@ class PathGuards:
             return guard
         cond = self.condition(path, fn, if_)
         guard = {"kind": cond["kind"], "branch": branch, "decided": None, "at": (path, if_)}
-        if self._decide is not None and cond["kind"] in ("attribute", "constant", "runtime"):
+        if self._decide is not None and cond["kind"] in _DECIDABLE:
             taken = self._decide(path, fn, if_)
             if taken is not None:
                 side, why = taken
@@ -140,6 +144,44 @@ class PathGuards:
                     guard["dead"] = why
         self._guards[key] = guard
         return guard
+
+    def ruled_out(self, inference: Any) -> frozenset:
+        """The branches of a function (given by its inference) that the saved values rule
+        out: ``(offset of the if, "then"/"else")`` for each ``if`` on attributes, literals or
+        the runtime predicates torch.export knows that :meth:`_guard` decides.  The
+        data-dependence questions (:class:`codeparse.infer.datadep.FunctionDataDependence`)
+        leave out what such a branch defines or returns."""
+        if self._decide is None or self._callee is None:
+            return frozenset()
+        if self._inferred is None:
+            self._inferred = {}
+            for q in self.functions:
+                found = self._callee(q)
+                if found is not None:
+                    self._inferred.setdefault(id(found.inference), q)
+        qualified = self._inferred.get(id(inference))
+        if qualified is None:
+            return frozenset()
+        out = self._ruled.get(qualified)
+        if out is None:
+            path, fn = self.functions[qualified]
+            dead = set()
+            for if_ in fn["ifs"]:
+                if if_["condition"] is None or if_["condition"]["kind"] not in _DECIDABLE:
+                    continue
+                for branch in ("then", "else"):
+                    if self._guard(path, fn, if_, branch).get("dead"):
+                        dead.add((if_["span"]["start"], branch))
+            out = self._ruled[qualified] = frozenset(dead)
+        return out
+
+    def _data(self, inference: Any, **kwargs: Any) -> Any:
+        """The data-dependence questions about one function, with the branches the saved
+        values rule out left out."""
+        from ..infer.datadep import FunctionDataDependence
+
+        ruled_out = self.ruled_out if self._decide is not None and self._callee is not None else None
+        return FunctionDataDependence(inference, ruled_out=ruled_out, **kwargs)
 
     def condition(self, path: str, fn: dict, block: dict) -> dict:
         """The condition of an ``if`` or loop as export sees it: a ``tensor_value``
@@ -159,7 +201,6 @@ class PathGuards:
         return found
 
     def _refine(self, path: str, fn: dict, block: dict, cond: dict) -> dict:
-        from ..infer.datadep import FunctionDataDependence
         from ..infer.valuekinds import ValueKinds
 
         callee = self._callee(fn["qualified_name"])
@@ -170,7 +211,7 @@ class PathGuards:
         start = inf.text.find(cond["text"], span["start"], span["end"] + len(cond["text"]))
         if start < 0:
             return cond
-        dd = FunctionDataDependence(inf)
+        dd = self._data(inf)
         reader = ValueKinds(dd)
         kinds = reader.condition(inf.tree((start, start + len(cond["text"]))))
         if kinds is None:
@@ -203,7 +244,6 @@ class PathGuards:
     def _conversion(self, qualified: str, span: dict, names: frozenset) -> Optional[tuple]:
         """``(inference, call, data-dependence)`` of a one-argument conversion call whose
         operator is in ``names``, or None (no function body known, another call)."""
-        from ..infer.datadep import FunctionDataDependence
         from ..parse.expressions import CallExpr
 
         callee = self._callee(qualified) if self._callee is not None else None
@@ -213,7 +253,7 @@ class PathGuards:
         node = inf.tree((span["start"], span["end"]))
         if not isinstance(node, CallExpr) or len(node.args) != 1 or node.keywords:
             return None
-        dd = FunctionDataDependence(inf)
+        dd = self._data(inf)
         kind, name = dd._op(node)
         if kind != "operator" or name not in names:
             return None
@@ -362,7 +402,6 @@ class PathGuards:
         return self._passed[key]
 
     def _passed_in(self, qualified: str, name: str, depth: int, past_first: bool) -> list[tuple[str, int]]:
-        from ..infer.datadep import FunctionDataDependence
         from ..parse.expressions import CallExpr
 
         if self._callers is None:
@@ -377,8 +416,8 @@ class PathGuards:
                 continue
             cpath, cfn = self.functions[caller]
             call = next((c for c in cfn["calls"] if c["span"]["start"] == offset), None)
-            if call is None or not self._may_pass(cpath, cfn, call):
-                continue
+            if call is None or self.of(caller, offset) is None or not self._may_pass(cpath, cfn, call):
+                continue  # no such call, one the saved module never makes, or none that can pass such a size
             found = self._callee(caller)
             if found is None:
                 continue
@@ -390,11 +429,11 @@ class PathGuards:
             given = dict(zip(positional, node.args))
             given.update(node.keywords)
             arg = given.get(name)
-            found_spans = FunctionDataDependence(inf, parameters=True).tensor(arg, 0) if arg is not None else None
+            found_spans = self._data(inf, parameters=True).tensor(arg, 0) if arg is not None else None
             if not found_spans:
                 continue
             lines: list[tuple[str, int]] = []
-            rows = FunctionDataDependence(inf, parameters=True, rows_given=True) if past_first else None
+            rows = self._data(inf, parameters=True, rows_given=True) if past_first else None
             if rows is not None and rows.first_dim_only(arg):
                 # Data-dependent in dimension 0 alone if the caller's own parameters it took
                 # so are: asked of its callers in the same terms.
