@@ -90,6 +90,36 @@ def test_bracket_counting_agrees_with_the_grammars_balanced_on_text_without_quot
     assert bracket_end(text, pos, len(text), dict(g.bracket_pairs), bracket_finder(g)) == (m.end() if m else None)
 
 
+@settings(max_examples=600, deadline=None)
+@given(st.text(st.sampled_from(list("()[]{}a.m, \n\"'")), max_size=40), st.integers(0, 39),
+       st.sampled_from(["torchscript-v2", "torchscript-v1.3", "torchscript-v1.0"]))
+def test_the_scans_receivers_and_shallow_groups_agree_with_the_recursive_patterns(text, at, grammar_id):
+    """The scan reads a receiver `(recv).m(` with `recv` (in `re`, brackets on one line
+    nested three deep) where `receiver` (`regex`, recursive) reads one, and sends every
+    other parenthesis where `receiver` may read one to `paren`; `balanced_line` reads the
+    group `balanced` reads wherever it matches."""
+    from codeparse.grammar.engine import load_grammar
+
+    g = load_grammar(grammar_id)
+    opens = [i for i, ch in enumerate(text) if ch in "([{"]
+    if not opens:
+        return
+    pos = opens[at % len(opens)]
+    shallow = g.scan["balanced_line"].match(text, pos, len(text))
+    if shallow is not None:
+        assert shallow.span() == g.scan["balanced"].match(text, pos, len(text)).span()
+    if text[pos] != "(" or text.startswith("(", pos + 1):  # a receiver never starts with `(`
+        return
+    found = next((m for m in g.scan["references"].finditer(text, pos, len(text)) if m.start() == pos), None)
+    group = found.lastgroup if found is not None else None
+    r = g.scan["receiver"].match(text, pos, len(text))
+    if group == "recv":
+        assert r is not None
+        assert (found.span("receiver"), found.span("method")) == (r.span("receiver"), r.span("method"))
+    elif group != "paren":
+        assert r is None
+
+
 def _statement_lines() -> list[str]:
     """Signatures (over several lines as printed) and declarations of the fixture texts."""
     import re

@@ -22,7 +22,7 @@ __all__ = ["SourceText", "span_data"]
 class SourceText:
     """A text with a line index, able to turn offsets into :class:`Span` data."""
 
-    __slots__ = ("text", "path", "_line_starts")
+    __slots__ = ("text", "path", "line_starts")
 
     def __init__(self, text: str, path: str):
         self.text = text
@@ -33,16 +33,16 @@ class SourceText:
         while pos != -1:
             starts.append(pos + 1)
             pos = find("\n", pos + 1)
-        self._line_starts = starts
+        self.line_starts = starts  # the offset each line starts at, in order (line 1 first)
 
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (line, column) of an offset."""
-        index = bisect_right(self._line_starts, offset) - 1
-        return index + 1, offset - self._line_starts[index] + 1
+        index = bisect_right(self.line_starts, offset) - 1
+        return index + 1, offset - self.line_starts[index] + 1
 
     def span(self, start: int, end: int) -> dict:
         """A :class:`Span` as a plain dict (a key-sharing one: see :func:`codeparse.contract.views.record`)."""
-        starts = self._line_starts
+        starts = self.line_starts
         index = bisect_right(starts, start) - 1
         line_start = starts[index]
         if index + 1 < len(starts) and end >= starts[index + 1]:

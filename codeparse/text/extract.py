@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from typing import Any, Optional
 
 from ..contract.views import record
@@ -107,23 +107,30 @@ def _crowded_line(limit: int):
 
 
 _MATCHERS: dict[int, tuple] = {}
+# The groups of `[scan].references` that close last in a call, a method call's receiver
+# parenthesis, an attribute chain and a `getattr` (a string closes `string`: skipped).
+# A grammar without `recv` (receivers read by the pattern) asks `receiver` at every `paren`.
+_SCAN_GROUPS = ("call_open", "attr_chain", "recv", "paren", "getattr", "receiver", "method")
 
 
 def _matchers(grammar: Grammar) -> tuple:
     """What an :class:`Extractor` reads from its grammar, looked up once per grammar (an
     extractor is made per text): the ``[scan].references`` finditer, the string quotes,
     the bracket finder, :func:`nesting`, closers by opener, the ``param``, ``expr_items``
-    and ``identifier`` full matchers, and :func:`structure_finder`'s answer (brackets and
-    separators: :meth:`Extractor.list_items`)."""
+    and ``identifier`` full matchers, :func:`structure_finder`'s answer (brackets and
+    separators: :meth:`Extractor.list_items`), and the numbers of the groups of
+    ``[scan].references`` that :meth:`Extractor._scan` dispatches on."""
     found = _MATCHERS.get(id(grammar))
     if found is None or found[0] is not grammar:
         if len(_MATCHERS) >= 64:  # grammars loaded from files by tests: bounded
             _MATCHERS.clear()
         frag = grammar.fragments
+        references = grammar.scan["references"]
         found = _MATCHERS[id(grammar)] = (grammar, (
-            grammar.scan["references"].finditer, grammar.string_quotes, bracket_finder(grammar), nesting(grammar),
+            references.finditer, grammar.string_quotes, bracket_finder(grammar), nesting(grammar),
             dict(grammar.bracket_pairs), frag["param"].fullmatch, frag["expr_items"].fullmatch,
-            structure_finder(grammar), frag["identifier"].fullmatch))
+            structure_finder(grammar), frag["identifier"].fullmatch,
+            tuple(references.groupindex.get(name, -1) for name in _SCAN_GROUPS)))
     return found[1]
 
 
@@ -150,6 +157,7 @@ class Extractor:
         # One object per distinct string of this file's data (callees, targets, names, types):
         # a file repeats them hundreds of times.
         pool: dict[str, str] = {}
+        self._keep = pool.setdefault  # keep(s, s): the pooled string equal to s (the scan calls it inline)
         self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
         self.too_deep: Optional[int] = None  # offset of the first condition past the depth limit (CP113)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
@@ -160,7 +168,7 @@ class Extractor:
         # `string_item` (`__parameters__` lists) is looked up when used: method text
         # has none, and compiling costs start-up.
         (self._references, self._quotes, self._brackets, self._nested, self._closers, self._param, self._items,
-         self._structure, self._identifier) = _matchers(grammar)
+         self._structure, self._identifier, self._scan_groups) = _matchers(grammar)
 
     # -- files and classes -------------------------------------------------------
     def start(self, body: list[Stmt]) -> tuple[list[dict], list]:
@@ -468,18 +476,20 @@ class Extractor:
             cond["none_check"], kind == "tensor_shape" and related is not None,
             [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]])
 
-    def _bounded_references(self, start: int, end: int):
-        """The reference scan over ``text[start:end]``, lines nested deeper than the
-        expression limit left out (and reported once, CP106): on them the scan's
-        look-aheads would match from every bracket to the end of the nesting (quadratic,
-        9 s for a 4 KB line of 2,000 parentheses); finding them is one linear pass."""
+    def _reference_ranges(self, start: int, end: int):
+        """The stretches of ``text[start:end]`` the reference scan reads: lines nested
+        deeper than the expression limit left out (and reported once, CP106): on them the
+        scan's look-aheads would match from every bracket to the end of the nesting
+        (quadratic, 9 s for a 4 KB line of 2,000 parentheses); finding them is one linear
+        pass.  A stretch is given when the scan asks for it (after the stretches before it
+        are read), so the limit is reported in the order the text is read."""
         text = self.text
         if text.count("(", start, end) + text.count("[", start, end) <= self.reader.max_depth:
-            return self._references(text, start, end)  # no line can nest deeper
-        return self._bounded_references_lines(start, end)
+            return ((start, end),)  # no line can nest deeper
+        return self._reference_ranges_lines(start, end)
 
-    def _bounded_references_lines(self, start: int, end: int):
-        """:meth:`_bounded_references` line by line: one ``re`` search finds the next line
+    def _reference_ranges_lines(self, start: int, end: int):
+        """:meth:`_reference_ranges` line by line: one ``re`` search finds the next line
         with more openers than the limit (only such a line can nest deeper)."""
         text = self.text
         limit = self.reader.max_depth
@@ -503,115 +513,137 @@ class Extractor:
             deep = _deeper_than(text, line_start, line_end, limit)
             if deep is not None:
                 if line_start > start:
-                    yield from self._references(text, start, line_start)
+                    yield start, line_start
                 if self.reader.too_deep is None:
                     self.reader.too_deep = deep
                 start = line_end
             pos = line_end + 1
         if start < end:
-            yield from self._references(text, start, end)
+            yield start, end
 
     def _scan(self, start: int, end: int, inference: Inference, targets: list[tuple[int, int]]):
         """Calls and self references in ``text[start:end]``, in textual order.
 
-        One ``re`` pass of ``[scan].references``, dispatched on the group that closed last;
-        ``[scan].receiver`` is matched only at a parenthesis that may start a receiver.
-        A call's span comes from :meth:`_call_spans`."""
+        One ``re`` pass of ``[scan].references``, dispatched on the number of the group
+        that closed last.  At a parenthesis that may start a receiver, ``(recv).m(``,
+        brackets are counted on its line (:meth:`_receiver_finder`).  A call's span comes
+        from :meth:`_call_spans`.  What a function repeats is answered once: a callee's
+        kind and target, a receiver's path, a path's declared role and type."""
         text = self.text
         sem = self.sem
         calls: list[dict] = []
         refs: list[dict] = []
         receivers: set[str] = set()
-        intern = self.intern
+        keep = self._keep  # the string pool: keep(s, s)
         receiver_at = None
         dot_after = -1
         intrinsics = sem.intrinsics
         self_name = sem.self_name
         operator = self.operator
         call_span = self._call_spans(end)
-        ref = self._ref
+        declared = inference.declared
+        name_path = inference.name_path
+        line_starts = self.source.line_starts
         target_starts = sorted(targets)
+        find = text.find
+        call_g, attr_g, recv_g, paren_g, getattr_g, receiver_g, method_g = self._scan_groups
         # Callee text -> (kind, target) within this function: the answer depends on the
         # text alone (`Inference.callee_target` reads its dotted name).
         callee_targets: dict[str, tuple[str, Optional[str]]] = {}
         receiver_paths: dict[str, Optional[str]] = {}
+        ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
-        for m in self._bounded_references(start, end):
-            group = m.lastgroup
-            if group == "call_open":
-                callee = m.group("callee")
-                if callee in intrinsics:
-                    continue
-                op = operator(callee)
-                if op is not None:
-                    kind, target = "operator", op
-                else:
-                    found = callee_targets.get(callee)
-                    if found is None:
-                        found = callee_targets[callee] = inference.callee_target(inference.tree(m.span("callee")))
-                    kind, target = found
-                    if kind == "intrinsic":
+        def ref(path: str, at: int, to: int) -> dict:
+            found = ref_data.get(path)
+            if found is None:
+                role, typ = declared(path)
+                found = ref_data[path] = (keep(path, path), role or "unknown", typ if typ is None else keep(typ, typ))
+            line = bisect_right(line_starts, at)  # a reference is on one line
+            line_start = line_starts[line - 1]
+            return _self_ref(*found, span_data(at, to, line, at - line_start + 1, line, to - line_start + 1))
+
+        references = self._references
+        for stretch in self._reference_ranges(start, end):
+            for m in references(text, *stretch):
+                group = m.lastindex
+                if group == call_g:
+                    callee = m.group("callee")
+                    if callee in intrinsics:
                         continue
-                at = m.start()
-                calls.append(_call(kind, None, None, target if target is None else intern(target), intern(callee),
-                                   call_span(at, m.end() - 1)))
-            elif group == "attr_chain":
-                at = m.start()
-                if target_starts:
-                    i = bisect_left(target_starts, (at + 1,)) - 1
-                    if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
+                    op = operator(callee)
+                    if op is not None:
+                        kind, target = "operator", op
+                    else:
+                        found = callee_targets.get(callee)
+                        if found is None:
+                            found = callee_targets[callee] = inference.callee_target(inference.tree(m.span("callee")))
+                        kind, target = found
+                        if kind == "intrinsic":
+                            continue
+                    at, to = m.span()
+                    calls.append(_call(kind, None, None, target if target is None else keep(target, target),
+                                       keep(callee, callee), call_span(at, to - 1)))
+                elif group == recv_g or group == paren_g:
+                    at = m.start()
+                    if group == recv_g:
+                        rs, re_ = m.span(receiver_g)
+                        method_start, method_end = m.span(method_g)
+                    else:
+                        if dot_after < at:  # a receiver is followed by `).`: the next one, if any
+                            dot_after = find(").", at, end)
+                            if dot_after < 0:
+                                dot_after = end
+                        if dot_after == end:
+                            continue
+                        if receiver_at is None:
+                            receiver_at = self._receiver_finder(end)
+                        r = receiver_at(at)
+                        if r is None:
+                            continue
+                        rs, re_, method_start, method_end = r
+                    key = text[rs:re_]
+                    path = receiver_paths.get(key, False)
+                    if path is False:  # the same text reads the same path within a function
+                        path = receiver_paths[key] = inference.expr_path(inference.tree((rs, re_)))
+                    if path == self_name:
+                        kind = "self_method"
+                    elif path is not None:
+                        role = declared(path)[0]
+                        kind = "method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule"
+                        receivers.add(path)
+                    else:
+                        kind = "method"
+                    method, callee = text[method_start:method_end], text[at:method_end]
+                    calls.append(_call(kind, path if path is None else keep(path, path), keep(method, method), None,
+                                       keep(callee, callee), call_span(at, method_end)))
+                elif group == attr_g:
+                    at = m.start()
+                    if target_starts:
+                        i = bisect_left(target_starts, (at + 1,)) - 1
+                        if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
+                            continue
+                    base = name_path(m.group("attr_base"))
+                    if not base:
                         continue
-                base = inference.name_path(m.group("attr_base"))
-                if not base:
-                    continue
-                pos = m.end("attr_base")
-                for attr in m.group("attr_chain")[1:].split("."):
-                    base = f"{base}.{attr}"
-                    pos += 1 + len(attr)
-                    refs.append(ref(base, at, pos, inference))
-            elif group == "paren":
-                at = m.start()
-                if dot_after < at:  # a receiver is followed by `).`: the next one, if any
-                    dot_after = text.find(").", at, end)
-                    if dot_after < 0:
-                        dot_after = end
-                if dot_after == end:
-                    continue
-                if receiver_at is None:
-                    receiver_at = self._receiver_finder(end)
-                r = receiver_at(at)
-                if r is None:
-                    continue
-                rs, re_, method_start, method_end = r
-                key = text[rs:re_]
-                path = receiver_paths.get(key, False)
-                if path is False:  # the same text reads the same path within a function
-                    path = receiver_paths[key] = inference.expr_path(inference.tree((rs, re_)))
-                if path == self_name:
-                    kind = "self_method"
-                elif path is not None:
-                    role = inference.declared(path)[0]
-                    kind = "method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule"
-                    receivers.add(path)
-                else:
-                    kind = "method"
-                at = m.start()
-                calls.append(_call(kind, path if path is None else intern(path), intern(text[method_start:method_end]),
-                                   None, intern(text[at:method_end]), call_span(at, method_end)))
-            elif group == "getattr":
-                # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
-                obj_start = m.start("getattr_obj")
-                head, *chain = m.group("getattr_obj").split(".")
-                base = inference.name_path(head)
-                if base:
-                    pos = obj_start + len(head)
-                    for attr in chain:
+                    pos = m.end("attr_base")
+                    for attr in m.group("attr_chain")[1:].split("."):
                         base = f"{base}.{attr}"
                         pos += 1 + len(attr)
-                        refs.append(ref(base, obj_start, pos, inference))
-                    path = f"{base}.{unquote(m.group('getattr_name'))}"
-                    refs.append(ref(path, m.start(), m.end(), inference))
-            # else a string: skipped
+                        refs.append(ref(base, at, pos))
+                elif group == getattr_g:
+                    # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
+                    obj_start = m.start("getattr_obj")
+                    head, *chain = m.group("getattr_obj").split(".")
+                    base = name_path(head)
+                    if base:
+                        pos = obj_start + len(head)
+                        for attr in chain:
+                            base = f"{base}.{attr}"
+                            pos += 1 + len(attr)
+                            refs.append(ref(base, obj_start, pos))
+                        path = f"{base}.{unquote(m.group('getattr_name'))}"
+                        refs.append(ref(path, *m.span()))
+                # else a string: skipped
         return calls, refs, receivers
 
     def _receiver_finder(self, end: int):
@@ -640,18 +672,21 @@ class Extractor:
                 if line_end < 0:
                     line_end = end
                 close = nested(text, at + 1, line_end).end()
-                if close < line_end and text[close] == closers.get(text[at]) and find(separator, at, close) < 0 \
+                if close < line_end and text[close] == closers.get(text[at]) \
                         and all(find(q, at, close) < 0 for q in quotes):
                     dot = close + 1
+                    # Whatever the inside holds, `receiver` ends its item at this closer
+                    # or before it (at a separator): without a `.` after it, no method call.
                     if close == at + 1 or dot >= end or text[dot] != _ATTRIBUTE_DOT:
                         return None
-                    name = identifier(text, dot + 1, end)
-                    if name is None:
-                        return None
-                    method_end = name.end()
-                    if method_end >= end or text[method_end] != text[at]:  # the method call opens as the receiver did
-                        return None
-                    return at + 1, close, dot + 1, method_end
+                    if find(separator, at, close) < 0:
+                        name = identifier(text, dot + 1, end)
+                        if name is None:
+                            return None
+                        method_end = name.end()
+                        if method_end >= end or text[method_end] != text[at]:  # opens as the receiver did
+                            return None
+                        return at + 1, close, dot + 1, method_end
             if regex_receiver is None:
                 regex_receiver = self.grammar.scan["receiver"].match
             r = regex_receiver(text, at, end)
@@ -671,15 +706,17 @@ class Extractor:
         Where the rest of the line holds no quote character, brackets pair up by counting
         (:func:`codeparse.parse.statements.bracket_end`), most often answered by one ``re`` match
         of :func:`codeparse.parse.statements.nesting` from just past the parenthesis; else the
-        grammar's ``balanced`` pattern reads
-        the call (strings may hold brackets).  Line, column and where the line's last
+        grammar's ``balanced_line`` (``re``; brackets nested shallow) or ``balanced`` pattern
+        reads the call (strings may hold brackets).  Line, column and where the line's last
         quote is are found once per line."""
         text = self.text
         scan = self.grammar.scan
         brackets, closers, nested, quotes = self._brackets, self._closers, self._nested, self._quotes
         find, rfind = text.find, text.rfind
-        line_of = self.source.position
+        starts = self.source.line_starts
         lines: dict[int, tuple[int, int, int]] = {}  # line end -> (line number, line start, counted from)
+        # `balanced` in `re` where brackets nest shallow (it reads the same group there).
+        shallow = scan["balanced_line"].match if "balanced_line" in scan else None
 
         def call_span(start: int, open_pos: int) -> dict:
             stop = find("\n", open_pos, end)
@@ -687,8 +724,8 @@ class Extractor:
                 stop = end
             line = lines.get(stop)
             if line is None:
-                number, column = line_of(start)
-                line_start = start - column + 1
+                number = bisect_right(starts, start)
+                line_start = starts[number - 1]
                 # Past the line's last quote character, brackets are counted (a grammar
                 # without `string_quotes` may hold a string anywhere: never counted).
                 counted = stop + 1
@@ -710,17 +747,13 @@ class Extractor:
                     if close is None:
                         close = open_pos + 1
             else:
-                b = scan["balanced"].match(text, open_pos, stop)
+                b = shallow(text, open_pos, stop) if shallow is not None else None
+                if b is None:
+                    b = scan["balanced"].match(text, open_pos, stop)
                 close = b.end() if b else open_pos + 1
             return span_data(start, close, number, start - line_start + 1, number, close - line_start + 1)
 
         return call_span
-
-    def _ref(self, path: str, start: int, end: int, inference: Inference) -> dict:
-        role, typ = inference.declared(path)
-        intern = self.intern
-        return _self_ref(intern(path), role or "unknown", typ if typ is None else intern(typ),
-                         self.source.span(start, end))
 
     def _fill_roles(self, refs: list[dict], receivers: set[str], declared, ifs: list[dict]) -> None:
         """Roles the class does not declare, inferred from use.
