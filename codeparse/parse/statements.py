@@ -40,17 +40,18 @@ class Stmt:
     master pattern's match that holds the rule's groups under their names (its
     ``re.groupindex`` knows no other rule's names but ``_<i>`` ones), or a view of the
     master's match where the rule's groups were renamed.  ``rule.group_names()`` lists
-    what a rule captures."""
+    what a rule captures.  A hot loop reads a group's span without a call as
+    ``raw.span(name if numbers is None else numbers[name])``."""
 
-    __slots__ = ("rule", "kind", "_m", "_g", "start", "end", "column", "body", "orelse", "else_stmt",
+    __slots__ = ("rule", "kind", "raw", "numbers", "start", "end", "column", "body", "orelse", "else_stmt",
                  "block_end", "after_unparsed")
 
     def __init__(self, rule: Statement, match: Any, start: int, end: int, column: int,
                  groups: Optional[dict] = None):
         self.rule = rule
         self.kind = rule.emits
-        self._m = match  # over the whole source text
-        self._g = groups  # group name -> number in `match`, or None: `match` is the rule's own
+        self.raw = match  # over the whole source text
+        self.numbers = groups  # group name -> number in `raw`, or None: `raw` names the rule's groups
         self.start = start  # offset of the statement's first character (after indentation)
         self.end = end  # offset just past its last character
         self.column = column  # indentation width
@@ -67,16 +68,16 @@ class Stmt:
         return f"Stmt({self.rule.name!r}, {self.start}, {self.end})"
 
     def group(self, name: str) -> Optional[str]:
-        g = self._g
-        return self._m.group(name if g is None else _number(g, name))
+        g = self.numbers
+        return self.raw.group(name if g is None else _number(g, name))
 
     def span_of(self, name: str) -> tuple[int, int]:
-        g = self._g
-        return self._m.span(name if g is None else _number(g, name))
+        g = self.numbers
+        return self.raw.span(name if g is None else _number(g, name))
 
     @property
     def match(self) -> Any:
-        return self._m if self._g is None else _RuleMatch(self._m, self._g)
+        return self.raw if self.numbers is None else _RuleMatch(self.raw, self.numbers)
 
 
 def _number(groups: dict, name: str) -> int:

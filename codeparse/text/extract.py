@@ -903,14 +903,18 @@ class _Walk:
         for s in stmts:
             k = s.kind
             if k == "assign":
-                value = s.span_of("value")
+                raw, numbers = s.raw, s.numbers  # span_of() inline
+                if numbers is None:
+                    value, target = raw.span("value"), raw.span("targets")
+                else:
+                    value, target = raw.span(numbers["value"]), raw.span(numbers["targets"])
                 has_type = typed.get(s.rule)
                 if has_type is None:  # once per rule: does it capture a declared type?
                     has_type = typed[s.rule] = "type" in s.match.re.groupindex
-                target = s.span_of("targets")
-                if identifier(text, *target):  # one name, as most targets are: bind() inline
+                t0, t1 = target
+                if identifier(text, t0, t1):  # one name, as most targets are: bind() inline
                     target_spans.append(target)
-                    name = text[target[0]:target[1]]
+                    name = text[t0:t1]
                     d = Definition(name, "assign", value, None, scopes, s.group("type") if has_type else None, s.start)
                     found = defs.get(name)
                     if found is None:
@@ -919,14 +923,17 @@ class _Walk:
                         found.append(d)
                 else:
                     self.bind(target, "assign", value, scopes, s.start, s.group("type") if has_type else None)
-                # mutation(), unless the value calls a callee known to mutate nothing
-                paren = find("(", value[0], value[1])
-                if paren != -1 and (paren == value[0] or mutators.get(text[value[0]:paren]) is not False):
+                # mutation(), unless the value calls a callee known to mutate nothing (a
+                # receiver's parenthesis, `(x).m(`, names no callee: only a method call on
+                # an object built in the code may define one)
+                v0, v1 = value
+                paren = find("(", v0, v1)
+                if paren != -1 and (mutators.get(text[v0:paren]) is not False or (paren == v0 and self.objects)):
                     self.mutation(value, scopes, s.start)
-                if find(".", *target) != -1:
+                if find(".", t0, t1) != -1:
                     self.attribute_set(target, value, scopes, s.start)
-                elif find(_NEW, *value) != -1 and identifier(text, *target):
-                    self.objects.add(text[target[0]:target[1]])
+                elif find(_NEW, v0, v1) != -1 and identifier(text, t0, t1):
+                    self.objects.add(text[t0:t1])
             elif k == "expr":
                 self.mutation(s.span_of("value"), scopes, s.start)
             elif k == "return":
