@@ -289,6 +289,7 @@ class OpenedArchive:
             files, parse_findings = parse_program(self.code, self.grammar, cache=self.cache, as_dict=True,
                                                   registry=registry)
             self._functions = registry.get("functions")
+            self._prepared = registry.get("prepared")
             self._files = [_placeholder_plain(cf) for cf in files]
             self.findings.extend(parse_findings)
         return self._files
@@ -322,9 +323,26 @@ class OpenedArchive:
                     from ..rules.saved import assigned_attributes
 
                     texts = [raw.decode("utf-8", errors="replace") for _, raw in self.code]
-                    saved = saved.without(assigned_attributes(texts, self.grammar))
+                    saved = saved.without(assigned_attributes(texts, self.grammar, self._statements_read(texts)))
                 self._saved = saved
         return self._saved
+
+    def _statements_read(self, texts: list[str]) -> Optional[list[Optional[list]]]:
+        """For each code entry's text (``texts``, in :attr:`code` order), the top-level
+        statements the program's parse read from that same text with the same grammar, or
+        None (read from the cache, another text, another grammar): what is not read again."""
+        prepared = getattr(self, "_prepared", None)
+        if prepared is None:
+            return None
+        from ..grammar.engine import load_grammar
+
+        grammar = load_grammar(self.grammar)
+        out: list[Optional[list]] = []
+        for (display, _), text in zip(self.code, texts):
+            found = prepared(display)
+            same = found is not None and found.grammar is grammar and found.source.text == text
+            out.append(found.statements if same else None)
+        return out
 
     def callee(self, qualified: str) -> Optional[Any]:
         """A function of the program with its inference (:class:`codeparse.infer.callees.Callee`),

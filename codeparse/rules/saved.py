@@ -48,12 +48,17 @@ class SavedValues:
                             for owner, values in self.classes.items()})
 
 
-def assigned_attributes(texts: list[str], grammar: Optional[str] = None) -> set[str]:
+def assigned_attributes(texts: list[str], grammar: Optional[str] = None,
+                        statements: Optional[list[Optional[list]]] = None) -> set[str]:
     """The names of every attribute some code text assigns (``obj.attr = v``, also as one of
     several targets) outside a constructor (``__init__``, which only TorchScript classes have
     in code), whatever the receiver: where the receiver is a module's state cannot always be
     told from the text (an alias of ``self.sub``), so a name assigned anywhere counts for
-    every class.  Read with the grammar's statement rules and expression reader."""
+    every class.  Read with the grammar's statement rules and expression reader.
+
+    ``statements``, when given, holds for each text its top-level statements as
+    :func:`codeparse.parse.statements.parse_statements` read them from that very text with
+    this grammar (the program's parse), or None: those texts are not read again."""
     from ..grammar.engine import load_grammar
     from ..parse.expressions import Attr, ExpressionReader, Seq
     from ..parse.source import SourceText
@@ -61,11 +66,12 @@ def assigned_attributes(texts: list[str], grammar: Optional[str] = None) -> set[
 
     g = load_grammar(grammar)
     names: set[str] = set()
-    for text in texts:
+    for index, text in enumerate(texts):
         if "." not in text:
             continue
         reader = ExpressionReader(text, g)
-        stack = list(parse_statements(SourceText(text, ""), g).body)
+        read = statements[index] if statements is not None else None
+        stack = list(read if read is not None else parse_statements(SourceText(text, ""), g).body)
         while stack:
             stmt = stack.pop()
             if stmt.kind == "def" and stmt.group("name") == "__init__":

@@ -346,7 +346,9 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     ``CodeFile.model_dump(mode="json")``, with ``as_dict``), and findings for entries
     that are not code text.  ``registry``, when given, receives the program's functions
     (``registry["functions"].get(qualified)``: a function's callee, its inference, parsing
-    its file on first use when the cache gave the file).
+    its file on first use when the cache gave the file) and ``registry["prepared"](path)``:
+    an entry's classified statements (:class:`codeparse.text.reader.Prepared`), or None
+    where the cache gave its declarations and nothing read it since.
     """
     from ..contract.errors import InputError
     from .reader import declarations, decode_code, finish_file, module_name_for, prepare_text, start_file
@@ -400,6 +402,13 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     functions = _Functions(defined_in, start)
     if registry is not None:
         registry["functions"] = functions
+        by_path = {item["path"]: item for item in items}
+
+        def prepared(path: str) -> Any:
+            item = by_path.get(path)
+            return item["prepared"] if item is not None else None
+
+        registry["prepared"] = prepared
     answers = _Answers(program, functions)
     files: list[dict] = []
     for index, item in enumerate(items):
