@@ -188,6 +188,33 @@ def test_workers_are_reused_across_inputs_and_start_from_a_ready_parent():
     assert codeparse.parse_text(checker._WARM_UP_TEXT, "code/__torch__.py", as_dict=True)["diagnostics"] == []
 
 
+def test_inputs_read_in_this_process_collect_as_workers_do_and_the_caller_keeps_its_settings(monkeypatch):
+    import gc
+    import importlib
+
+    budget = importlib.import_module("codeparse.gate.budget")
+    checker = importlib.import_module("codeparse.gate.run")
+    seen = []
+    real = checker._check_safely
+
+    def reading(*args, **kwargs):
+        seen.append((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(budget, "available", lambda: False)  # no fork: the inputs read here
+    monkeypatch.setattr(checker, "_check_safely", reading)
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        script = str(ROOT / "fixtures" / "text" / "custom_model" / "script.code")
+        report = codeparse.check([script, script], Policy())
+        assert [i.readable for i in report.inputs] == [True, True]
+        assert seen == [((100_000, 50, 100), True)] * 2  # the workers' thresholds, the caller's heap frozen
+        assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_a_report_with_no_json_form_still_comes_back_from_its_worker(tmp_path):
     import gc
 

@@ -18,7 +18,8 @@ of them:
   parent kills them when it is interrupted (``SIGINT``, ``SIGTERM``) or fails.
 
 Workers are forked (they start in a few milliseconds and see the parent's state); where
-``fork`` does not exist the inputs are read in this process, without the bounds.  The
+``fork`` does not exist the inputs are read in this process, without the bounds (and with
+the workers' collector settings: :func:`collecting_as_workers`).  The
 parent's objects are frozen out of the garbage collector while workers run (``gc.freeze``):
 a worker's collections then never walk the heap it inherited (a caller with torch loaded
 holds a few hundred thousand objects), which would cost CPU time and copy its pages.
@@ -32,9 +33,10 @@ import signal
 import sys
 import time
 from collections import deque
-from typing import Any, Callable, Optional, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional, Sequence
 
-__all__ = ["BudgetExceeded", "Terminated", "cpu_count", "run_bounded", "available"]
+__all__ = ["BudgetExceeded", "Terminated", "cpu_count", "run_bounded", "available", "collecting_as_workers"]
 
 
 class BudgetExceeded(Exception):
@@ -86,6 +88,26 @@ def _limit_memory(megabytes: int) -> None:
 
 
 _WORKER_GC = (100_000, 50, 100)  # the workers' collection thresholds (gc.set_threshold)
+
+
+@contextmanager
+def collecting_as_workers() -> Iterator[None]:
+    """The garbage collector as a worker runs it, for inputs read in this process (where
+    there is no ``fork``): the objects that exist on entry frozen out of collections (a
+    caller with torch loaded holds a few hundred thousand, which every full collection
+    would walk again) and young garbage collected per 100,000 new objects; the caller's
+    thresholds and frozen objects as they were on leaving."""
+    frozen = gc.get_freeze_count() == 0  # a caller that froze its own objects keeps them so
+    thresholds = gc.get_threshold()
+    if frozen:
+        gc.freeze()
+    gc.set_threshold(*_WORKER_GC)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if frozen:
+            gc.unfreeze()
 
 
 class _Pipe:

@@ -681,9 +681,10 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
                 done(todo[index], report_of(index, result))
     elif todo:
         cache = EntryCache(folder)
-        for index in todo:
-            path, problem = inputs[index]
-            done(index, _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only, cache))
+        with budget.collecting_as_workers():
+            for index in todo:
+                path, problem = inputs[index]
+                done(index, _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only, cache))
     return make_report_data(adjust(reports, policy), policy)
 
 
