@@ -8,7 +8,9 @@ entries its computation reaches), walked depth-first with Tarjan's low-link book
 cycle of definitions: a loop-carried value, a local reassigned in both branches of ifs)
 gives its result so far; when the component closes, its entries are computed again
 against each other's results until none changes (a fixpoint: results only grow), then
-memoized together.  So every entry is computed once, plus a few rounds per cycle.
+memoized together; an entry none of whose open reads changed since it was last computed
+is passed over in a round (each entry records the open entries it read).  So every
+entry is computed once, plus a few rounds per cycle.
 
 Recursion depth: when a visit nests deeper than ``DEEP`` memo entries (all functions
 together) or a few function summaries, it is abandoned where it stopped and resumed from
@@ -18,7 +20,10 @@ thousands of temporaries, tests or functions so costs a few shallow visits per `
 links, in any order of entries.  A cycle longer than the depth limit (a loop whose carried
 values pass through more entries than that) cannot be cut this way: the limit is raised
 for it, up to ``DEEPEST_CYCLE``; a cycle longer still raises :class:`DepthLimit` (the
-condition is ``unknown``, CP113), never an internal error.
+condition is ``unknown``, CP113), never an internal error.  The walks that came round
+the cycle tell how many entries it nests at least (each resumed walk nested past the
+limit), so the limit is raised past that at once, and a cycle known to be longer than
+``DEEPEST_CYCLE`` raises :class:`DepthLimit` without another walk.
 """
 
 from __future__ import annotations
@@ -46,7 +51,13 @@ class TooDeep(Exception):
 
 class _AroundCycle(Exception):
     """A walk entered an entry that is being resumed below it: a cycle longer than the
-    depth limit (see drive)."""
+    depth limit (see drive).  ``key`` names that entry, ``nested`` the entries the walk
+    had nested when it met it."""
+
+    def __init__(self, key: Any, nested: int):
+        super().__init__("around a cycle")
+        self.key = key
+        self.nested = nested
 
 
 class DepthLimit(Exception):
@@ -73,8 +84,9 @@ def drive(thunk: Callable[[], Any]) -> Any:
     a walk that enters an entry lower on that stack has come round a cycle longer than
     the depth limit, which no resumption cuts (nothing on it completes before the whole
     cycle does): the limit is raised fourfold (and the interpreter's recursion limit
-    with it) and the visit starts again, until the cycle fits, up to ``DEEPEST_CYCLE``
-    entries; past that, :class:`DepthLimit`."""
+    with it), again while it stays below the entries the cycle is known to nest
+    (:func:`_cycle_at_least`), and the visit starts again, until the cycle fits, up to
+    ``DEEPEST_CYCLE`` entries; past that, :class:`DepthLimit`."""
     if driving[0]:
         return thunk()
     driving[0] = True
@@ -88,9 +100,13 @@ def drive(thunk: Callable[[], Any]) -> Any:
             except (TooDeep, _AroundCycle) as stop:
                 _reset_live()
                 if isinstance(stop, _AroundCycle) or stop.key in _resumed:
-                    if depth[0] >= DEEPEST_CYCLE:
+                    least = _cycle_at_least(todo, stop)
+                    if depth[0] >= DEEPEST_CYCLE or least > DEEPEST_CYCLE:
                         raise DepthLimit() from None
-                    depth[0] = min(depth[0] * 4, DEEPEST_CYCLE)
+                    limit = depth[0] * 4
+                    while limit < least:  # a limit the cycle is known to pass fails again
+                        limit *= 4
+                    depth[0] = min(limit, DEEPEST_CYCLE)
                     sys.setrecursionlimit(max(recursion, 8 * depth[0] + 1000))
                     todo = [(thunk, None)]  # start again, in longer strides
                     _resumed.clear()
@@ -110,6 +126,20 @@ def drive(thunk: Callable[[], Any]) -> Any:
         _resumed.clear()
         sys.setrecursionlimit(recursion)
         _reset_live()
+
+
+def _cycle_at_least(todo: list, stop: Exception) -> int:
+    """The fewest memo entries the cycle a walk came round (``stop``) nests: each walk
+    resumed from the entry met again (``stop.key``) up to this one nested past the depth
+    limit before it stopped, and this one nested ``stop.nested``.  (0 when ``stop`` is a
+    walk meeting its own resumed entry again.)"""
+    if not isinstance(stop, _AroundCycle):
+        return 0
+    keys = [key for _, key in todo]
+    if stop.key not in keys:
+        return 0
+    strides = sum(1 for key in keys[keys.index(stop.key) + 1:] if key[0] != "summary")
+    return strides * depth[0] + stop.nested
 
 
 def _reset_live() -> None:
@@ -132,6 +162,8 @@ class Memo:
         self._provisional: dict = {}  # entry -> result so far, while its component is open
         self._computers: dict = {}  # entry -> how to compute it, once it stays open (cycles)
         self._reread: set = set()  # entries read while open (a cycle goes through them)
+        self._running: list = []  # entries being computed, innermost last
+        self._reads: dict = {}  # entry -> the open entries its last computation read
         self._count = 0
         self._low = 0
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
@@ -163,13 +195,15 @@ class Memo:
             if number < self._low:
                 self._low = number
             self._reread.add(key)
+            if self._running:
+                self._reads.setdefault(self._running[-1], set()).add(key)
             return self._provisional.get(key, EMPTY)
         if nesting[0] > depth[0]:
             raise TooDeep(lambda: self.memo(key, compute, *args), (id(self), key))
         if _resumed:
             whole = (id(self), key)
             if whole in _resumed and whole != _walk[0]:
-                raise _AroundCycle()
+                raise _AroundCycle(whole, nesting[0])
         if not self._tstack:
             _live.add(self)
         number = self._count
@@ -180,10 +214,13 @@ class Memo:
         outer_low = self._low
         self._low = number
         nesting[0] += 1
+        running = self._running
+        running.append(key)
         try:
             result = compute(*args)
         finally:
             nesting[0] -= 1
+            running.pop()
         low = self._low
         if low >= number:
             if stack[-1] is key and key not in self._reread:  # no cycle through it: done
@@ -198,6 +235,8 @@ class Memo:
         else:
             self._computers[key] = (compute, args)
             self._provisional[key] = result
+            if running:  # the entry computing this one read it open
+                self._reads.setdefault(running[-1], set()).add(key)
         self._low = outer_low if outer_low < low else low
         return result
 
@@ -226,26 +265,50 @@ class Memo:
             self._low = saved[0]
             members = stack[at:]
             result = provisional[root]
-        memo, index, computers, reread = self.results, self._index, self._computers, self._reread
+        memo, index, computers, reread, reads = self.results, self._index, self._computers, self._reread, self._reads
         for key in members:
             memo[key] = provisional.pop(key, None) or (result if key == root else EMPTY)
             del index[key]
             del computers[key]
             reread.discard(key)
+            reads.pop(key, None)
         del stack[at:]
         memo[root] = result
         return result
 
     def _settle(self, at: int) -> None:
-        """Compute the open entries from ``at`` on again until no result changes."""
-        stack, provisional, computers = self._tstack, self._provisional, self._computers
+        """Compute the open entries from ``at`` on again until no result changes.
+
+        An entry none of whose open reads changed since it was last computed here would
+        give the same result again: it is passed over (the results, and the rounds, are
+        those of computing every entry every round)."""
+        stack, provisional, computers, reads = self._tstack, self._provisional, self._computers, self._reads
+        running = self._running
+        computed: dict = {}  # entry -> the step it was last computed at, in this settling
+        changed_at: dict = {}  # entry -> the step its result last changed at
+        step = 0
         for _ in range(_MAX_ROUNDS):
             changed = False
             for key in reversed(stack[at:]):  # deepest first; entries first met here join
+                step += 1
+                last = computed.get(key)
+                if last is not None:
+                    for read in reads.get(key, ()):
+                        if changed_at.get(read, -1) > last:
+                            break
+                    else:
+                        continue
                 compute, args = computers[key]
-                value = compute(*args)
+                reads.pop(key, None)
+                computed[key] = step
+                running.append(key)
+                try:
+                    value = compute(*args)
+                finally:
+                    running.pop()
                 if value != provisional.get(key):
                     provisional[key] = value
+                    changed_at[key] = step
                     changed = True
             if not changed:
                 return
@@ -258,5 +321,7 @@ class Memo:
         self._provisional.clear()
         self._computers.clear()
         self._reread.clear()
+        self._running.clear()
+        self._reads.clear()
         self._low = 0
 
