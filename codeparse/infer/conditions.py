@@ -196,6 +196,10 @@ class Inference:
                 return found
             if leaf is not None:
                 return self._visit_single(name, leaf, key)
+            if not carried:
+                single = self._passed_through(name, scopes)
+                if single is not None:
+                    return self._visit_single(name, single, key)
             return self._enter(key, self._visit_name, (name, scopes, carried))
         sem = self.sem
         if kind is CallExpr:
@@ -234,8 +238,26 @@ class Inference:
             return defs[0]
         return None
 
+    def _passed_through(self, name: str, scopes: tuple[Scope, ...]) -> Optional[Definition]:
+        """The definition of a name with one, no path from ``self``, and every if or loop
+        around it around this use too (no loop carrying it): the use's entry would only
+        pass that definition's result through (see _visit_name), so _visit_single answers
+        it; else None."""
+        defs = self.facts.defs[name]
+        if len(defs) != 1:
+            return None
+        for scope, _ in self._controls(name):
+            if scope not in scopes:
+                return None
+        path = self.name_path(name)
+        if path and path != self.facts.self_name:
+            return None
+        return defs[0]
+
     def _visit_single(self, name: str, d: Definition, key):
-        """A use of a name with one definition and no if or loop around it (most of them).
+        """A use of a name whose entry would only pass its one definition's result through:
+        no if or loop around the definition (most of them, see _leaf), or only ones that
+        enclose the use too (see _passed_through).
 
         Its use entry would only pass the definitions entry's result through (no control
         dependence; a union of one part), so that answers it directly (see _single_def),
@@ -454,11 +476,10 @@ class Inference:
         return self._visit_operator(node, target, operands, scopes, args)
 
     def _visit_method(self, node: CallExpr, receiver: Expr, operands: list, scopes):
-        func = node.func
+        if self._is_tensor(receiver):  # a Tensor method: the operator of that name (method_operator)
+            return self._visit_operator(node, f"aten::{node.func.attr}", [receiver, *operands], scopes,
+                                        [receiver, *node.args])
         path = self.expr_path(receiver)
-        op = self.method_operator(node)
-        if op is not None:  # a Tensor method: the operator of that name
-            return self._visit_operator(node, op, [receiver, *operands], scopes, [receiver, *node.args])
         parts = []
         # Rule 3: a receiver rooted at self is a source; any other receiver is followed.
         if path:
@@ -469,7 +490,9 @@ class Inference:
         if callee is not None:
             parts.append(self._follow(callee, node, receiver, scopes))
         else:
-            parts.extend(self._visit(a, scopes) for a in operands)
+            visit = self._visit
+            for a in operands:
+                parts.append(visit(a, scopes))
         return union(parts)
 
     def _visit_operator(self, node: CallExpr, target: Optional[str], operands: list, scopes, args: list):

@@ -162,8 +162,11 @@ class Memo:
         self._provisional: dict = {}  # entry -> result so far, while its component is open
         self._computers: dict = {}  # entry -> how to compute it, once it stays open (cycles)
         self._reread: set = set()  # entries read while open (a cycle goes through them)
-        self._running: list = []  # entries being computed, innermost last
-        self._reads: dict = {}  # entry -> the open entries its last computation read
+        # While a component settles: the entries its rounds are computing (innermost last),
+        # and per entry the open entries its last computation read (entries first met in
+        # it count as its reads).
+        self._running: list = []
+        self._reads: dict = {}
         self._count = 0
         self._low = 0
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
@@ -214,13 +217,10 @@ class Memo:
         outer_low = self._low
         self._low = number
         nesting[0] += 1
-        running = self._running
-        running.append(key)
         try:
             result = compute(*args)
         finally:
             nesting[0] -= 1
-            running.pop()
         low = self._low
         if low >= number:
             if stack[-1] is key and key not in self._reread:  # no cycle through it: done
@@ -235,8 +235,8 @@ class Memo:
         else:
             self._computers[key] = (compute, args)
             self._provisional[key] = result
-            if running:  # the entry computing this one read it open
-                self._reads.setdefault(running[-1], set()).add(key)
+            if self._running:  # the entry a settling round computes read it open
+                self._reads.setdefault(self._running[-1], set()).add(key)
         self._low = outer_low if outer_low < low else low
         return result
 

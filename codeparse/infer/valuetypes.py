@@ -59,6 +59,7 @@ class _Unknown(Exception):
 
 
 _UNKNOWN = object()  # a tentative type: every definition waits on a name being typed
+_NO_READS: frozenset = frozenset()
 
 
 class ValueTypes:
@@ -227,8 +228,14 @@ class ValueTypes:
             del self._progress[name]
             self._assumed.pop(name, None)
             self._forget(place)
-        reads = frozenset(self._reads - {place})
-        self._reads = outer_reads | reads
+        inner = self._reads
+        inner.discard(place)
+        if inner:
+            reads = frozenset(inner)
+            self._reads = outer_reads | reads
+        else:
+            reads = _NO_READS
+            self._reads = outer_reads
         if not found:
             if reads:  # every definition waits on a name whose typing is under way
                 self._tentative[name] = (_UNKNOWN, reads)
@@ -268,6 +275,8 @@ class ValueTypes:
     def _forget(self, place: int) -> None:
         """Drop the types found while the name at ``place`` was being typed (and names
         above it on the stack): its assumption has changed or it is done."""
+        if not self._tentative_at:
+            return
         for at in [at for at in self._tentative_at if at >= place]:
             for name in self._tentative_at.pop(at):
                 self._tentative.pop(name, None)
@@ -276,7 +285,7 @@ class ValueTypes:
         """Type the names ``node`` depends on first to last in the text (an iterative walk),
         so that a chain of thousands of temporaries is typed one link at a time."""
         defs = self.facts.defs
-        todo = [n.id for n in self._names(node)]
+        todo = [node.id] if type(node) is Name else [n.id for n in self._names(node)]
         found: list[tuple[int, str]] = []
         while todo:
             name = todo.pop()
