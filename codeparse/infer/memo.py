@@ -316,6 +316,9 @@ class Memo:
     def reset(self) -> None:
         """Forget the open components (a visit abandoned at the depth limit, see drive)."""
         self.named_only = False
+        self._low = 0
+        if not self._index:  # every component closed: nothing open to forget
+            return
         self._index.clear()
         self._tstack.clear()
         self._provisional.clear()
@@ -323,5 +326,4 @@ class Memo:
         self._reread.clear()
         self._running.clear()
         self._reads.clear()
-        self._low = 0
 

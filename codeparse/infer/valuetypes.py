@@ -204,6 +204,8 @@ class ValueTypes:
             if typ is _UNKNOWN:
                 raise _Unknown
             return typ
+        if self._path_typed(name):
+            return self._types[name]
         if _type_nesting[0] > _MAX_TYPE_NESTING:
             raise _TypesTooDeep(name)
         place = self._progress[name] = len(self._progress)
@@ -250,6 +252,25 @@ class ValueTypes:
             self._types[name] = typ
         return typ
 
+    def _path_typed(self, name: str) -> bool:
+        """Type a name bound once, unannotated, to a path from ``self``
+        (``_3 = getattr(layers, "3")``): the path's declared type, what :meth:`_def_types`
+        finds for it, typing no other name.  False (nothing typed) for any other name."""
+        defs = self.facts.defs.get(name)
+        if not defs or len(defs) != 1:
+            return False
+        d = defs[0]
+        if d.kind != "assign" or d.annotation or d.element is not None or d.value is None:
+            return False
+        value = self.tree(d.value)
+        if not isinstance(value, (Attr, CallExpr)):
+            return False
+        path = self.expr_path(value)
+        if not path:
+            return False
+        self._types[name] = self.declared(path)[1]
+        return True
+
     def _def_types(self, name: str) -> set:
         """The types of ``name``'s definitions; one that waits on a name whose typing is
         under way (and has no type assumed yet) gives none."""
@@ -289,7 +310,7 @@ class ValueTypes:
         found: list[tuple[int, str]] = []
         while todo:
             name = todo.pop()
-            if name in self._types or name in self._typed or name not in defs:
+            if name in self._types or name in self._typed or name not in defs or self._path_typed(name):
                 continue
             self._typed.add(name)
             first = None
