@@ -518,13 +518,22 @@ class Inference:
                 pins.add((ref, "Tensor"))
         found, inner_pins = self._visit_all(operands, scopes)
         if mark:
-            if not found and mark in VALUE_MARKS and args and not self._memo_entries.named_only:
+            if not found and mark in VALUE_MARKS and args and not self._hold_back():
                 # Rule 2: the operator reads a Tensor that no named source produced.
                 operand = self.resolved(args[0])[:_MAX_REF]
                 found = frozenset({(operand, mark, "unknown", "Tensor")})
             else:
                 found = remark(found, mark)
         return found, inner_pins | pins if pins else inner_pins
+
+    def _hold_back(self) -> bool:
+        """Whether rule 2 is held back here (a cycle settling its named sources first),
+        noted on the memo when it is (see memo.Memo._settle)."""
+        memo = self._memo_entries
+        if memo.named_only:
+            memo.held_back = True
+            return True
+        return False
 
     def _pins(self, args: list) -> set[tuple[str, str]]:
         """`torch.eq(x, True)`: the literal pins the other operand's type."""

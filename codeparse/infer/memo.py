@@ -29,7 +29,7 @@ limit), so the limit is raised past that at once, and a cycle known to be longer
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .sources import EMPTY
 
@@ -170,6 +170,7 @@ class Memo:
         self._count = 0
         self._low = 0
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
+        self.held_back = False  # a visit held rule 2 back (set by the visits while named_only)
 
     def memo(self, key, compute, *args):
         """``compute(*args)``, once per ``key``: memo entries are the nodes of a graph (an entry
@@ -258,10 +259,11 @@ class Memo:
             for key in members:
                 provisional[key] = EMPTY
             self.named_only = True
-            self._settle(at)
+            held = self._settle(at)
             self.named_only = saved[1]
             if not self.named_only:
-                self._settle(at)
+                # Only an entry that held rule 2 back (or reads one that changes) can differ.
+                self._settle(at, held)
             self._low = saved[0]
             members = stack[at:]
             result = provisional[root]
@@ -276,16 +278,21 @@ class Memo:
         memo[root] = result
         return result
 
-    def _settle(self, at: int) -> None:
-        """Compute the open entries from ``at`` on again until no result changes.
+    def _settle(self, at: int, held: Optional[dict] = None) -> dict:
+        """Compute the open entries from ``at`` on again until no result changes; gives,
+        per entry computed, whether its last computation held rule 2 back (see held_back).
 
         An entry none of whose open reads changed since it was last computed here would
         give the same result again: it is passed over (the results, and the rounds, are
-        those of computing every entry every round)."""
+        those of computing every entry every round).  With ``held`` (what a settling with
+        ``named_only`` gave), the entries it computed that did not hold rule 2 back count
+        as computed already: with rule 2 applied they give what they gave."""
         stack, provisional, computers, reads = self._tstack, self._provisional, self._computers, self._reads
         running = self._running
-        computed: dict = {}  # entry -> the step it was last computed at, in this settling
+        # entry -> the step it was last computed at, in this settling
+        computed: dict = {} if held is None else {key: 0 for key, h in held.items() if not h}
         changed_at: dict = {}  # entry -> the step its result last changed at
+        holding: dict = {}  # entry -> whether its last computation held rule 2 back
         step = 0
         for _ in range(_MAX_ROUNDS):
             changed = False
@@ -302,16 +309,20 @@ class Memo:
                 reads.pop(key, None)
                 computed[key] = step
                 running.append(key)
+                outer, self.held_back = self.held_back, False
                 try:
                     value = compute(*args)
                 finally:
                     running.pop()
+                    holding[key] = self.held_back
+                    self.held_back = outer or self.held_back
                 if value != provisional.get(key):
                     provisional[key] = value
                     changed_at[key] = step
                     changed = True
             if not changed:
-                return
+                break
+        return holding
 
     def reset(self) -> None:
         """Forget the open components (a visit abandoned at the depth limit, see drive)."""

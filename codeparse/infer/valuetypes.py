@@ -13,7 +13,8 @@ Tensors, which method calls are Tensor methods (``lengths.tolist()`` is ``aten::
 and which simple operand a source stands for (a parameter or a path from ``self``), and
 whether a conversion converts a Tensor (also when only its operator's schema decides it).
 
-How: each name is typed once (memoized); a name carried round a loop (a cycle of
+How: each name is typed once (memoized); a name bound once, unannotated, to a path from
+``self`` takes that path's declared type directly; a name carried round a loop (a cycle of
 definitions) is typed optimistically: the type its definitions from outside the cycle
 agree on is assumed, the cyclic ones are typed again under that assumption, and the
 name has that type only if they agree (else none); what was typed under an assumption
