@@ -84,6 +84,7 @@ class Inference:
         calls = self.calls = Calls(names, types, self._visit)
         types.callee_of = calls.callee_of
         memo = self._memo_entries = Memo()
+        memo.warm = self._read_ahead
         self._memo_id = id(memo)  # the first part of the keys the depth limit names (see memo.enter)
         resolver = Resolver(names)
         # The parts' answers, bound once: these are read on every visit.
@@ -115,6 +116,18 @@ class Inference:
         self._enter = memo.enter
         self._reading: set[str] = set()  # self paths whose sets are being visited (_attribute)
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
+
+    def _read_ahead(self) -> None:
+        """Read every definition's value and type every name bound to a path from ``self``:
+        what a walk through a long chain of definitions would do at each link, done by
+        drive on a shallow stack once such a walk first stops at the depth limit (deep in
+        the stack each new frame may cost the interpreter a fresh block of memory)."""
+        tree = self.tree
+        for defs in self.facts.defs.values():
+            for d in defs:
+                if d.value is not None:
+                    tree(d.value)
+        self.types.type_paths()
 
     # -- conditions ------------------------------------------------------------
     # A visit returns the sources beneath a node as a set of

@@ -9,13 +9,19 @@ cycle of definitions: a loop-carried value, a local reassigned in both branches 
 gives its result so far; when the component closes, its entries are computed again
 against each other's results until none changes (a fixpoint: results only grow), then
 memoized together; an entry none of whose open reads changed since it was last computed
-is passed over in a round (each entry records the open entries it read).  So every
+is passed over in a round (each entry records the open entries it read), and of the two
+settlings (named sources first, then rule 2 applied, see :meth:`Memo._close`) the second
+computes again only the entries that held rule 2 back and what reads them.  So every
 entry is computed once, plus a few rounds per cycle.
 
 Recursion depth: when a visit nests deeper than ``DEEP`` memo entries (all functions
 together) or a few function summaries, it is abandoned where it stopped and resumed from
 there (:func:`drive`): the entry it was about to enter is computed first, on a fresh
-stack, and memoized; then the abandoned visit runs again and finds it done.  A chain of
+stack, and memoized; then the abandoned visit runs again and finds it done.  The first
+time a walk stops so, each function it went through reads ahead (``Memo.warm``: its
+definitions' trees, the types of names bound to paths) on the drive's shallow stack: deep
+in the stack every new frame may cost the interpreter a fresh block of memory, so work
+done once per link is cheaper there.  A chain of
 thousands of temporaries, tests or functions so costs a few shallow visits per ``DEEP``
 links, in any order of entries.  A cycle longer than the depth limit (a loop whose carried
 values pass through more entries than that) cannot be cut this way: the limit is raised
@@ -98,7 +104,11 @@ def drive(thunk: Callable[[], Any]) -> Any:
             try:
                 result = todo[-1][0]()
             except (TooDeep, _AroundCycle) as stop:
+                stopped = [memo for memo in _live if memo.warm is not None]
                 _reset_live()
+                for memo in stopped:  # the walk goes deep: read ahead on a shallow stack
+                    warm, memo.warm = memo.warm, None
+                    warm()
                 if isinstance(stop, _AroundCycle) or stop.key in _resumed:
                     least = _cycle_at_least(todo, stop)
                     if depth[0] >= DEEPEST_CYCLE or least > DEEPEST_CYCLE:
@@ -171,6 +181,9 @@ class Memo:
         self._low = 0
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
         self.held_back = False  # a visit held rule 2 back (set by the visits while named_only)
+        # What a walk deep through these entries would compute first deep in the stack,
+        # computed ahead by drive the first time such a walk stops (see drive).
+        self.warm: Optional[Callable[[], None]] = None
 
     def memo(self, key, compute, *args):
         """``compute(*args)``, once per ``key``: memo entries are the nodes of a graph (an entry

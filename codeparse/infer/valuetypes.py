@@ -253,6 +253,14 @@ class ValueTypes:
             self._types[name] = typ
         return typ
 
+    def type_paths(self) -> None:
+        """Type every name bound once, unannotated, to a path from ``self`` (see
+        _path_typed; what no other name's type changes)."""
+        types = self._types
+        for name in self.facts.defs:
+            if name not in types and name not in self.facts.params:
+                self._path_typed(name)
+
     def _path_typed(self, name: str) -> bool:
         """Type a name bound once, unannotated, to a path from ``self``
         (``_3 = getattr(layers, "3")``): the path's declared type, what :meth:`_def_types`
