@@ -249,3 +249,14 @@ def test_check_export_imports_no_pydantic(tmp_path):
     modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
                if line.startswith("import time:") and "|" in line}
     assert "codeparse" in modules and "pydantic" not in modules and "pydantic_core" not in modules
+
+
+def test_an_attribute_the_function_sets_is_not_read_as_saved_state():
+    """`self.seen = int(torch.sum(x1))` then `if self.seen > 0:` rests on a tensor's value:
+    the condition keeps inference's kind (CP401), in the archive and in its method's text,
+    where reading it again took it for an attribute (CP404)."""
+    archive, text = check([str(FIXTURES / "archives" / "rule_module_state_set.script.pt"),
+                           str(FIXTURES / "text" / "rule_module_state_set" / "script.code")], EXPORT).inputs
+    assert [(f.code, f.origin.line) for f in archive.findings if f.args.get("condition") == "torch.gt(self.seen, 0)"] == [
+        ("CP401", 140)]
+    assert [f.code for f in text.findings if f.span.line == 18] == ["CP401"]

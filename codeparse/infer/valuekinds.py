@@ -291,8 +291,10 @@ class ValueKinds:
         path = self.inf.expr_path(node)
         if path:
             role, typ = self.inf.declared(path)
-            if self._is_tensor_type(typ) or role in ("parameter", "buffer"):
-                raise _GiveUp()
+            if typ is None or self._is_tensor_type(typ) or role in ("parameter", "buffer"):
+                raise _GiveUp()  # a tensor, or a type no declaration gives (a method's text alone)
+            if path in self.inf.facts.self_sets:
+                raise _GiveUp()  # the function sets it (`self.seen = int(t)`): what it set is not read here
             return _ATTRIBUTE
         root = node
         while isinstance(root, Attr):
