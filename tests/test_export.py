@@ -251,6 +251,26 @@ def test_check_export_imports_no_pydantic(tmp_path):
     assert "codeparse" in modules and "pydantic" not in modules and "pydantic_core" not in modules
 
 
+def test_code_texts_take_the_archives_path():
+    """A `.code` text under `--target export` is read as an archive's file is: a blocker under
+    an argument's branch is conditional (`blocked_when`, as nn.LSTM's archive says for
+    `batch_sizes is not None`), a runtime predicate torch.export knows decides its branch."""
+    text = FIXTURES / "text"
+    paths = [text / "nn_lstm_bare" / "script.get_expected_hidden_size.code", text / "nested_ifs" / "script.code",
+             text / "diff_tracing_comparisons" / "script.code"]
+    hidden, nested, tracing = check([str(p) for p in paths], EXPORT).inputs
+    assert [(f.code, f.severity, f.span.line) for f in hidden.findings] == [("CP404", "info", 4), ("CP405", "warning", 6)]
+    (w,) = hidden.export.blocked_when
+    assert (w.guard.condition, w.guard.kind, w.guard.line, w.code, w.at.line) == (
+        "torch.__isnot__(batch_sizes, None)", "argument", 4, "CP405", 6)
+    assert hidden.export.verdict == "exports_with_specializations"
+    (f,) = [f for f in nested.findings if f.code in BLOCKING]
+    assert (f.code, f.severity, f.span.line, f.args["when"]) == ("CP401", "warning", 13, "when `flag`")
+    assert nested.export.verdict == "exports_with_specializations" and nested.export.blocked == []
+    assert [f.args.get("decided") for f in tracing.findings] == ["torch.jit._trace.is_tracing() is False under torch.export"] * 2
+    assert tracing.export.verdict == "exports" and tracing.export.specializations == 0
+
+
 def test_an_attribute_the_function_sets_is_not_read_as_saved_state():
     """`self.seen = int(torch.sum(x1))` then `if self.seen > 0:` rests on a tensor's value:
     the condition keeps inference's kind (CP401), in the archive and in its method's text,

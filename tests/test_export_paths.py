@@ -250,3 +250,59 @@ def test_branches_the_saved_values_rule_out_define_nothing(reports):
     (f,) = _blocking(item)
     assert (f.code, f.severity, f.origin.line) == ("CP402", "error", train["frame"]["line"])
     assert _verdict(item) == "blocked"
+
+
+def _code_texts(tmp_path) -> dict[str, Path]:
+    """The code file torch wrote into each case's archive (those with one), as a code text."""
+    import zipfile
+
+    out = {}
+    for case in CASES:
+        with zipfile.ZipFile(FOLDER / RECORD["cases"][case]["archive"]) as z:
+            code = [n for n in z.namelist() if "/code/" in n and n.endswith(".py")]
+            if len(code) != 1:
+                continue
+            (tmp_path / case).mkdir()
+            out[case] = tmp_path / case / "__torch__.py"
+            out[case].write_bytes(z.read(code[0]))
+    return out
+
+
+def test_a_code_text_is_read_as_its_archive_is(reports, tmp_path):
+    """A code text checked with `--target export` takes the archive's path: path conditions
+    (a blocker under an argument's branch is conditional), runtime predicates torch.export
+    knows, conditions read again for what they rest on (a tensor built from sizes holds no
+    data), data dependence through calls and per dimension.  Only what the text alone cannot
+    tell differs: no saved attribute values (a blocker under `if self.training:` stays
+    conditional) and no debug info (`int(n)` of an `item()` number: CP407, cannot tell).
+    Blocked where torch exports only for `training_rows_eval`: without the saved mode, the
+    training branch's definition of the helper's argument counts (torch fails for the same
+    module in train mode, `training_rows_train`); a guard around a definition, not around
+    the finding, does not make a finding conditional."""
+    texts = _code_texts(tmp_path)
+    report = codeparse.check([str(p) for p in texts.values()], EXPORT)
+    differ, blocked_where_exports = {}, set()
+    for case, item in zip(texts, report.inputs):
+        rec, archive = RECORD["cases"][case], reports[case]
+        if rec["ok"] and item.export.verdict == "blocked":
+            blocked_where_exports.add(case)
+        mine = sorted((f.code, f.severity, f.span.line) for f in item.findings)
+        if mine != sorted((f.code, f.severity, f.span.line) for f in archive.findings):
+            differ[case] = item
+    assert blocked_where_exports == {"training_rows_eval"}
+    assert (len(texts), len(texts) - len(differ)) == (42, 33)  # the other two archives hold more files
+    saved = {"attr_item_on", "attr_item_off", "mode_item_exact", "mode_item_fast", "training_item_eval",
+             "training_item_train", "training_rows_eval"}
+    assert set(differ) == saved | {"int_item_size", "item_index"}
+    for case in saved:  # the saved value decided the archive's guard; the text leaves it to the call
+        assert any(f.args.get("decided") for f in reports[case].findings), case
+        assert not any(f.args.get("decided") for f in differ[case].findings), case
+        assert differ[case].export.verdict != "blocked" or case == "training_rows_eval", case
+    for case in ("int_item_size", "item_index"):
+        assert [f.code for f in differ[case].findings] == ["CP407"] and differ[case].export.verdict == "cannot_tell"
+    # The archive's path before: kept_rows-style cross-call and per-dimension answers hold for texts too.
+    found = dict(zip(texts, report.inputs))
+    (f,) = _blocking(found["dd_argument"])
+    assert (f.code, f.span.line) == ("CP402", 12)
+    assert _blocking(found["size_scale"]) == [] and found["size_scale"].export.verdict == "exports"
+    assert found["replace_in_loop"].export.verdict == "exports_with_specializations"

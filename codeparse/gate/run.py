@@ -214,14 +214,17 @@ def code_data(path: str, policy: Limits, data: Optional[bytes] = None) -> tuple[
 def _code_read(path: str, policy: Limits, data: Optional[bytes]) -> tuple[Checked, Optional[dict]]:
     """One code text (a ``.code`` file, standard input) checked, and its parse."""
     from ..contract.errors import InputError
+    from ..infer.callees import CalleeRegistry
     from ..text.reader import parse_bytes, parse_file
 
+    # The text's functions with their inference, for the export rules (as an archive's).
+    functions = CalleeRegistry("")
     try:
         if data is not None and len(data) > policy.max_entry_bytes:
             data = None  # standard input over the limit: parse_file says so (CP344)
             raise InputError(path, "", "CP344")
-        code_file = (parse_file(path, max_bytes=policy.max_entry_bytes, as_dict=True) if data is None
-                     else parse_bytes(data, path, as_dict=True))
+        code_file = (parse_file(path, max_bytes=policy.max_entry_bytes, as_dict=True, functions=functions)
+                     if data is None else parse_bytes(data, path, as_dict=True, functions=functions))
     except InputError as exc:
         finding = getattr(exc, "finding", None)
         if exc.code == "CP344" and finding is None:
@@ -229,10 +232,10 @@ def _code_read(path: str, policy: Limits, data: Optional[bytes]) -> tuple[Checke
                                  limit=policy.max_entry_bytes)
         found = plain_finding(finding) if finding else _whole(exc.code, path, reason=exc.message)
         return Checked("code", False, [found]), None
-    return _code_checked(path, policy, code_file), code_file
+    return _code_checked(path, policy, code_file, functions.callees.get), code_file
 
 
-def _code_checked(path: str, policy: Limits, code_file: dict) -> Checked:
+def _code_checked(path: str, policy: Limits, code_file: dict, callee: Optional[Callable[[str], Any]] = None) -> Checked:
     from ..text.program import condition_finding
 
     findings = [plain_finding(d) for d in code_file["diagnostics"]]
@@ -245,7 +248,7 @@ def _code_checked(path: str, policy: Limits, code_file: dict) -> Checked:
     if policy.target == "export":
         from ..rules.export import code_file_export_data
 
-        found, verdict = code_file_export_data(code_file)
+        found, verdict = code_file_export_data(code_file, callee)
         findings.extend(found)
     else:
         findings.extend(ifs)

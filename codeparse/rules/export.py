@@ -437,13 +437,34 @@ class _Origins:
         return None if found is None else (found.path, found.line)
 
 
-def code_file_export_data(code_file: dict) -> tuple[list[dict], dict]:
+def code_file_export_data(code_file: dict, callee: Optional[Callable[[str], Any]] = None) -> tuple[list[dict], dict]:
     """CP401-CP406 for every function of a code file (plain data; no module tree: all
-    count), and the verdict, as plain data."""
-    findings = _file_findings(code_file, None, _code_locate)
+    count), and the verdict, as plain data.  Read as an archive's files are
+    (:func:`archive_export_data`: path conditions, the runtime predicates torch.export
+    knows, conditions read again for what their value rests on, data dependence through
+    calls), with no saved values; ``callee`` gives a function's inference by qualified name
+    (the text's own functions, as the parser registered them), without which conditions
+    stay as inferred."""
+    from ..text.program import analyse
+
+    analysis = analyse([code_file], None, condition_findings=False)  # its call sites
+    text = _text_of(code_file, callee)
+    findings, _ = archive_export_data([code_file], (), _code_locate, False, analysis, lambda path: text, None, callee)
     for f in findings:
         f["origin"] = None
     return findings, verdict_data(findings)
+
+
+def _text_of(code_file: dict, callee: Optional[Callable[[str], Any]]) -> Optional[str]:
+    """A code file's text, as its spans index it: the one its functions were inferred on."""
+    if callee is None:
+        return None
+    for fns in [c["methods"] for c in code_file["classes"]] + [code_file["functions"]]:
+        for fn in fns:
+            found = callee(fn["qualified_name"])
+            if found is not None:
+                return found.inference.text
+    return None
 
 
 def _code_locate(path: str, start: int, line: int) -> Optional[tuple[str, int]]:

@@ -311,8 +311,9 @@ def parse_bytes(data: bytes, path: str, grammar: Optional[str] = None, *, types=
 
 
 def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool = False,
-               max_bytes: Optional[int] = None) -> "CodeFile":
-    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it (``as_dict``: see :func:`parse_text`).
+               max_bytes: Optional[int] = None, functions=None) -> "CodeFile":
+    """Read a ``.code``/``.py`` file (``-`` for stdin) and parse it (``as_dict``, ``functions``:
+    see :func:`parse_text`).
 
     Only regular files are read (a FIFO or a device is CP301); a file over ``max_bytes``
     (default :data:`MAX_FILE_BYTES`, the archive entry limit) is refused with CP344.
@@ -354,7 +355,7 @@ def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool
         error = InputError(shown, finding["message"], "CP344")
         error.finding = finding  # type: ignore[attr-defined]
         raise error
-    return parse_bytes(data, shown, grammar, as_dict=as_dict)
+    return parse_bytes(data, shown, grammar, functions=functions, as_dict=as_dict)
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
