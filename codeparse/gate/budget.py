@@ -90,24 +90,42 @@ def _limit_memory(megabytes: int) -> None:
 _WORKER_GC = (100_000, 50, 100)  # the workers' collection thresholds (gc.set_threshold)
 
 
+_frozen_here = 0  # blocks of _heap_frozen entered and not left, in this process
+
+
 @contextmanager
-def collecting_as_workers() -> Iterator[None]:
-    """The garbage collector as a worker runs it, for inputs read in this process (where
-    there is no ``fork``): the objects that exist on entry frozen out of collections (a
-    caller with torch loaded holds a few hundred thousand, which every full collection
-    would walk again) and young garbage collected per 100,000 new objects; the caller's
-    thresholds and frozen objects as they were on leaving."""
-    frozen = gc.get_freeze_count() == 0  # a caller that froze its own objects keeps them so
-    thresholds = gc.get_threshold()
-    if frozen:
+def _heap_frozen() -> Iterator[None]:
+    """The objects that exist on entry frozen out of the collector (``gc.freeze``) until
+    the block is left; a caller that froze its own objects keeps them so.  Inside another
+    such block nothing is asked: counting the frozen objects (``gc.get_freeze_count``)
+    walks all of them, some ten milliseconds with torch's loaded."""
+    global _frozen_here
+    freeze = _frozen_here == 0 and gc.get_freeze_count() == 0
+    if freeze:
         gc.freeze()
-    gc.set_threshold(*_WORKER_GC)
+    _frozen_here += 1
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        if frozen:
+        _frozen_here -= 1
+        if freeze:
             gc.unfreeze()
+
+
+@contextmanager
+def collecting_as_workers() -> Iterator[None]:
+    """The garbage collector as a worker runs it, for inputs read in this process (where
+    there is no ``fork``) and the reports built from them: the objects that exist on entry
+    frozen out of collections (a caller with torch loaded holds a few hundred thousand,
+    which every full collection would walk again) and young garbage collected per 100,000
+    new objects; the caller's thresholds and frozen objects as they were on leaving."""
+    thresholds = gc.get_threshold()
+    with _heap_frozen():
+        gc.set_threshold(*_WORKER_GC)
+        try:
+            yield
+        finally:
+            gc.set_threshold(*thresholds)
 
 
 class _Pipe:
@@ -306,63 +324,59 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
         previous = signal.signal(signal.SIGTERM, terminate)
     except ValueError:  # not the main thread: the workers still die with this process
         previous = None
-    frozen = gc.get_freeze_count() == 0  # a caller that froze its own objects keeps them so
-    if frozen:
-        gc.freeze()  # the heap the workers inherit: out of their collections (see the module docs)
-    try:
-        while pending or busy:
-            while pending and (idle or len(busy) < jobs):
-                fresh = not idle
-                worker = idle.pop() if idle else start()
-                index = pending.popleft()
-                try:
-                    worker.tasks.send((index, tasks[index]))
-                except OSError:
-                    stop(worker)
-                    if not fresh:  # an idle worker that is gone: a fresh one takes the task
-                        pending.appendleft(index)
-                    else:  # it died reading this task (its memory bound): the task's verdict
+    with _heap_frozen():  # the heap the workers inherit: out of their collections (see the module docs)
+        try:
+            while pending or busy:
+                while pending and (idle or len(busy) < jobs):
+                    fresh = not idle
+                    worker = idle.pop() if idle else start()
+                    index = pending.popleft()
+                    try:
+                        worker.tasks.send((index, tasks[index]))
+                    except OSError:
+                        stop(worker)
+                        if not fresh:  # an idle worker that is gone: a fresh one takes the task
+                            pending.appendleft(index)
+                        else:  # it died reading this task (its memory bound): the task's verdict
+                            results[index] = over_budget(index, died(worker))
+                        continue
+                    busy[worker.results.fd] = (worker, index, time.monotonic() + timeout)
+                if not busy:  # the last tasks were settled without a worker reading them
+                    continue
+                nearest = min(deadline for _, _, deadline in busy.values())
+                poll = select.poll()
+                for fd in busy:
+                    poll.register(fd, select.POLLIN)
+                wait_ms = max(0.0, nearest - time.monotonic()) * 1000
+                ready = {fd for fd, _event in poll.poll(int(wait_ms) + 1)}
+                for fd in ready:
+                    worker, index, _deadline = busy.pop(fd)
+                    try:
+                        got_index, result = worker.results.recv()
+                    except (EOFError, OSError):
+                        worker.reap(kill=False)
                         results[index] = over_budget(index, died(worker))
-                    continue
-                busy[worker.results.fd] = (worker, index, time.monotonic() + timeout)
-            if not busy:  # the last tasks were settled without a worker reading them
-                continue
-            nearest = min(deadline for _, _, deadline in busy.values())
-            poll = select.poll()
-            for fd in busy:
-                poll.register(fd, select.POLLIN)
-            wait_ms = max(0.0, nearest - time.monotonic()) * 1000
-            ready = {fd for fd, _event in poll.poll(int(wait_ms) + 1)}
-            for fd in ready:
-                worker, index, _deadline = busy.pop(fd)
+                        continue
+                    if isinstance(result, BudgetExceeded):
+                        result = over_budget(got_index, str(result))
+                    results[got_index] = result
+                    idle.append(worker)
+                now = time.monotonic()
+                for fd, (worker, index, deadline) in list(busy.items()):
+                    if now >= deadline and fd not in ready:
+                        del busy[fd]
+                        stop(worker)
+                        results[index] = over_budget(index, f"more than {timeout:g} s (--timeout-per-input)")
+                emit()
+        finally:
+            for worker in idle:
                 try:
-                    got_index, result = worker.results.recv()
-                except (EOFError, OSError):
-                    worker.reap(kill=False)
-                    results[index] = over_budget(index, died(worker))
-                    continue
-                if isinstance(result, BudgetExceeded):
-                    result = over_budget(got_index, str(result))
-                results[got_index] = result
-                idle.append(worker)
-            now = time.monotonic()
-            for fd, (worker, index, deadline) in list(busy.items()):
-                if now >= deadline and fd not in ready:
-                    del busy[fd]
-                    stop(worker)
-                    results[index] = over_budget(index, f"more than {timeout:g} s (--timeout-per-input)")
-            emit()
-    finally:
-        for worker in idle:
-            try:
-                worker.tasks.send(None)  # done: the worker ends by itself
-            except OSError:
-                pass
-        for worker in everyone:
-            worker.reap(kill=worker not in idle)
-        if frozen:
-            gc.unfreeze()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+                    worker.tasks.send(None)  # done: the worker ends by itself
+                except OSError:
+                    pass
+            for worker in everyone:
+                worker.reap(kill=worker not in idle)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     emit()
     return [results[i] for i in range(len(tasks))]

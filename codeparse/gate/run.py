@@ -569,10 +569,15 @@ def check(paths: Sequence[str | os.PathLike], policy: Optional[Policy] = None, j
 
     if policy is not None and not isinstance(policy, Policy):
         raise TypeError(f"check expects policy as a codeparse.Policy or None, not {type(policy).__name__}")
+    from .budget import collecting_as_workers
+
     arrived = None if progress is None else (lambda item: progress(input_model(item)))
-    data = check_data(paths, limits_of(policy) if policy is not None else None, jobs, arrived, scan_only=scan_only,
-                      skip_other=skip_other, pyproject=pyproject, cache_dir=cache_dir)
-    return report_model(data)
+    # The caller's heap (torch's objects, when it has torch loaded) is left out of the
+    # collections that building the reports and their models sets off.
+    with collecting_as_workers():
+        data = check_data(paths, limits_of(policy) if policy is not None else None, jobs, arrived,
+                          scan_only=scan_only, skip_other=skip_other, pyproject=pyproject, cache_dir=cache_dir)
+        return report_model(data)
 
 
 def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = None, jobs: int = 1,
