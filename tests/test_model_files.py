@@ -392,6 +392,19 @@ def test_scan_command(capsys):
     assert "CP304" in capsys.readouterr().out
 
 
+def test_a_scan_as_plain_data_is_what_asdict_gives():
+    import dataclasses
+
+    scans = [s for path in sorted(FILES.rglob("*")) if path.is_file()
+             for s in scan_stream(path.read_bytes(), path.name)]
+    assert any(s.names and s.offsets for s in scans)  # the malicious fixtures name globals
+    for s in scans:
+        plain = s.plain()
+        assert plain == dataclasses.asdict(s)
+        assert all(plain[k] is not v for k, v in vars(s).items() if isinstance(v, (list, dict)))  # copies
+        assert all(plain["names"][k] is not v for k, v in s.names.items())
+
+
 def test_scan_stream_walks_consecutive_pickles():
     data = pickle.dumps(1, protocol=2) + pickle.dumps({"x": 1}, protocol=2) + b"\x00raw bytes"
     scans = scan_stream(data, "legacy.pt")

@@ -38,7 +38,7 @@ import fnmatch
 import functools
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Iterator, Optional
 
 from ..contract.codes import diagnostic
@@ -103,6 +103,22 @@ class PickleScan:
     def use(self, shown: str, how: int) -> None:
         if self.uses.get(shown, REFERENCED) < how:
             self.uses[shown] = how
+
+    def plain(self) -> dict[str, Any]:
+        """``dataclasses.asdict(self)`` without its generic deep copy: each field, its
+        lists and dicts copied (and the lists a dict holds), which is all a scan holds."""
+        out: dict[str, Any] = {}
+        for name in _SCAN_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, list):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+            out[name] = value
+        return out
+
+
+_SCAN_FIELDS = tuple(f.name for f in fields(PickleScan))
 
 
 @functools.cache

@@ -85,8 +85,6 @@ def _scan_stream(data: bytes, entry: str, cache: Any) -> list[PickleScan]:
     the scan of a pickle depends on its bytes (and the tables in the cache's fingerprint)."""
     if cache is None:
         return _chained(data, scan_stream(data, entry))
-    import dataclasses
-
     key = cache.blob_key("pickle-scan", data)
     stored = cache.blob(key)
     if isinstance(stored, list):
@@ -95,7 +93,7 @@ def _scan_stream(data: bytes, entry: str, cache: Any) -> list[PickleScan]:
         except TypeError:
             pass  # another layout: scanned again below
     scans = _chained(data, scan_stream(data, entry))
-    cache.put_blob(key, [dataclasses.asdict(s) for s in scans])
+    cache.put_blob(key, [s.plain() for s in scans])
     return scans
 
 
