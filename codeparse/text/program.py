@@ -28,6 +28,7 @@ from :func:`parse_program` ``as_dict=True``), and findings are plain data too
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
@@ -81,6 +82,13 @@ def short_type(type_name: str, keep_module: bool = False) -> str:
     only the ``__torch__.`` prefix and the mangling go (a function a condition reads,
     ``torch.backends.mha.get_fastpath_enabled``).  The full names stay in the finding's
     ``sources``."""
+    if "__torch__." not in type_name:
+        return type_name  # no qualified class name: every character stays
+    return _short_qualified(type_name, keep_module)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_qualified(type_name: str, keep_module: bool) -> str:
     out: list[str] = []
     i = 0
     while i < len(type_name):
