@@ -16,7 +16,9 @@ each string literal whole with the grammar's ``string_item`` fragment (the gramm
 ``[lines].string_quotes`` and ``bracket_pairs`` say which characters those are); it gives
 what ``items`` gives on such text (property tests check it against the pattern of every
 grammar, with and without strings).  Elsewhere, and where a quote starts no string,
-``items`` is matched (a ``regex`` pattern: some ten times slower).
+``items`` is matched (a ``regex`` pattern: some ten times slower).  A name or dotted name
+(the grammar's ``dotted`` fragment, which most reads are) is split at its dots without a
+match per part.
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ _CLOSERS = {"paren": ")", "list": "]", "dict": "}", "call": ")", "index": "]"}
 # The separator of the grammars' ``items`` (``SEP``: a comma, then spaces), for split_items.
 _SEPARATOR = ","
 _SPACE = " "
+# What separates the parts of the grammars' ``dotted`` fragment, as the ``attr`` trailer reads it.
+_ATTRIBUTE_DOT = "."
 FALLBACK = object()  # split_items cannot decide: match ``items``
 
 
@@ -247,9 +251,11 @@ def _matchers(grammar: Grammar) -> tuple:
         else:
             structure = structure_finder(grammar)
             counting = structure if structure is not None else (None, None, ())
+        fragments = grammar.fragments
         found = _MATCHERS[id(grammar)] = (grammar, (
             expression["atom"].match, expression["trailer"].match, expression["items"].match,
-            expression["keyword"].match, *counting))
+            expression["keyword"].match, *counting,
+            fragments["dotted"].fullmatch if "dotted" in fragments else None))
     return found[1]
 
 
@@ -261,8 +267,8 @@ class ExpressionReader:
         self._grammar = grammar  # `dict_entry` is looked up when a dict is read (rare)
         # `_quotes`: the quote characters that make `read` match `items` (none when the
         # counting finder reads strings itself).
-        self._atom, self._trailer, self._items, self._keyword, self._finder, self._openers, self._quotes = (
-            _matchers(grammar))
+        (self._atom, self._trailer, self._items, self._keyword, self._finder, self._openers, self._quotes,
+         self._dotted) = _matchers(grammar)
         self.max_depth = int(grammar.limits["max_expression_depth"])
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
         self._counting = False  # the text being read is split by counting (no line break)
@@ -270,6 +276,17 @@ class ExpressionReader:
     def read(self, start: int, end: int) -> Expr:
         """The expression that spans exactly ``text[start:end]``."""
         text = self.text
+        dotted = self._dotted
+        if dotted is not None and dotted(text, start, end) is not None:
+            # A name or a dotted name (`self.layer1.conv`), as an atom and attribute
+            # trailers read it, without a match per part.
+            parts = text[start:end].split(_ATTRIBUTE_DOT)
+            cur = start + len(parts[0])
+            node: Expr = Name(parts[0], start, cur)
+            for attr in parts[1:]:
+                cur += 1 + len(attr)
+                node = Attr(node, attr, start, cur)
+            return node
         counting = self._finder is not None and text.find("\n", start, end) == -1
         if counting:
             for quote in self._quotes:

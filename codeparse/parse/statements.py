@@ -4,7 +4,11 @@ Each physical line is split by the grammar's ``[lines].physical`` pattern into i
 indentation and text; the text is matched against the grammar's statement rules, first
 rule in file order wins: one match of the grammar's master pattern (an ``re``
 alternation of the rules, see :class:`codeparse.grammar.engine.Master`) names the rule, every
-match bounded to the statement's logical line.  Lines longer than the grammar's
+match bounded to the statement's logical line.  A rule the master names by a looser
+``classify`` pattern is then matched exactly: by its ``re`` form (recursion unrolled) where
+the line holds no string and its brackets nest shallow, or, on one line, where the grammar's
+``[lines].nested_strings`` reads its strings whole and its brackets as shallow; else by its
+``regex`` pattern.  Lines longer than the grammar's
 ``timeout_line_length`` are matched rule by rule with ``regex`` under ``match_timeout``.  A rule may consume several
 physical lines (a ``def`` with its parameters on continuation lines).  Blocks follow
 indentation, as in CPython's tokenizer: an indent opens the block of the statement
@@ -313,7 +317,7 @@ class _Reading:
 
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
                  "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic", "masters",
-                 "generic_master", "fast", "plains")
+                 "generic_master", "fast", "plains", "nested_strings")
 
     def __init__(self, grammar: Grammar):
         self.grammar = grammar
@@ -334,6 +338,8 @@ class _Reading:
         self.generic_master = grammar.master(None)
         self.fast: dict = {}  # rule -> its compiled `fast` pattern
         self.plains: dict = {}  # rule -> Statement.plain, where the grammar unrolls deep enough
+        # `[lines].nested_strings` (optional): a line with strings whose brackets nest shallow.
+        self.nested_strings = grammar.lines["nested_strings"].match if "nested_strings" in grammar.lines else None
 
 
 _READINGS: dict[int, _Reading] = {}
@@ -425,6 +431,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     # proves at most _NEST_DEPTH; a call is at most one deeper).
     unrolled = int(limits.get("unroll_depth", 0)) > _NEST_DEPTH
     plains = r.plains
+    nested_strings = r.nested_strings
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
@@ -533,6 +540,9 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                             if simple is None:  # no string, brackets nested less deep than unrolled
                                 simple = ((nests if stop == text_end else nested(text, indent_end, stop).end() == stop)
                                           and not may_quote(text, indent_end, stop))
+                                if not simple and stop == text_end and nested_strings is not None:
+                                    # or strings read whole, and brackets outside them nested as shallow
+                                    simple = nested_strings(text, indent_end, stop).end() == stop
                             if simple:
                                 m = plain.match(text, indent_end, stop)
                                 if m is not None:
