@@ -19,7 +19,7 @@ import pytest
 
 import codeparse
 from codeparse.gate.run import check
-from codeparse.gate.inputs import expand_inputs
+from codeparse.gate.inputs import SKIPPED, expand_inputs
 from codeparse.cli.app import main
 from codeparse.contract.codes import CODES
 from codeparse.files.filekind import recognize
@@ -140,6 +140,25 @@ def test_directory_walk_looks_at_content(tmp_path):
     (tmp_path / "README.md").write_text("# models\n")
     (tmp_path / "weights").write_bytes((FILES / "state_dict.pt").read_bytes())
     assert [(Path(p).name, problem) for p, problem in expand_inputs([str(tmp_path)])] == [("weights", None)]
+
+
+def test_a_named_file_with_a_model_suffix_is_listed_without_reading_it(tmp_path, monkeypatch):
+    import codeparse.files.filekind as filekind
+
+    read: list[str] = []
+    real = filekind.recognize
+    monkeypatch.setattr(filekind, "recognize", lambda path, *a, **k: read.append(Path(path).name) or real(path, *a, **k))
+    (tmp_path / "config.yaml").write_text("a: 1\n")
+    names = [FILES / "notes.pt", FILES / "state_dict.pt", FILES / "renamed.bin", tmp_path / "config.yaml"]
+    notes: list[str] = []
+    listed = expand_inputs([str(n) for n in names], notes=notes)
+    # Checked whatever their bytes say (notes.pt is CP304 in the check): only the YAML file is read to decide.
+    assert [(Path(p).name, problem) for p, problem in listed] == [("notes.pt", None), ("state_dict.pt", None),
+                                                                  ("renamed.bin", None)]
+    assert read == ["config.yaml"] and notes == [f"{tmp_path / 'config.yaml'}: {SKIPPED}"]
+    # A walk of the folder still reads each file's bytes.
+    read.clear()
+    assert [Path(p).name for p, _ in expand_inputs([str(FILES)])] and "notes.pt" in read
 
 
 def test_notes_named_alone_is_an_error_as_before():

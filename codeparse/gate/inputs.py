@@ -31,7 +31,7 @@ OUTSIDE_TREE = "link outside the walked tree: "
 
 def _walk_entry(f: Path, models_only: bool = False) -> Optional[tuple[str, Optional[str]]]:
     """A file met in a directory walk: checked (the bytes decide), listed, or passed over."""
-    from ..files.filekind import MODEL_SUFFIXES, recognize
+    from ..files.filekind import recognize
 
     suffix = f.suffix.lower()
     if suffix in CHECK_CODE_SUFFIXES:
@@ -42,7 +42,14 @@ def _walk_entry(f: Path, models_only: bool = False) -> Optional[tuple[str, Optio
         return (str(f), exc.strerror or str(exc))
     if kind != "other":
         return (str(f), None)
-    return (str(f), NOT_A_MODEL) if suffix in MODEL_SUFFIXES else None
+    return (str(f), NOT_A_MODEL) if _model_suffix(f) else None
+
+
+def _model_suffix(f: Path) -> bool:
+    """A name a walk lists whatever the file's bytes are (:func:`_walk_entry`)."""
+    from ..files.filekind import MODEL_SUFFIXES
+
+    return f.suffix.lower() in MODEL_SUFFIXES
 
 
 def matches(path: str, patterns: Iterable[str]) -> bool:
@@ -116,12 +123,15 @@ def expand_inputs(paths: Iterable[str], models_only: bool = False, exclude: Iter
                 out.append((raw, reason))
                 continue
             if p.is_file():  # what a walk passes over is not checked
-                entry = _walk_entry(p, models_only)
                 if skip_other:  # the pre-commit hook passes every file: exactly as a walk
+                    entry = _walk_entry(p, models_only)
                     if entry is not None:
                         out.append((raw, entry[1]))
                     continue
-                if entry is None and not _is_code_text(p):
+                # A name with a model file's suffix is checked whatever its bytes (a walk
+                # lists it either way, and the check says what it is): no need to read it here.
+                if (not _model_suffix(p) and _walk_entry(p, models_only) is None
+                        and not _is_code_text(p)):
                     if notes is not None:
                         notes.append(f"{raw}: {SKIPPED}")
                     continue
