@@ -280,3 +280,21 @@ def test_an_attribute_the_function_sets_is_not_read_as_saved_state():
     assert [(f.code, f.origin.line) for f in archive.findings if f.args.get("condition") == "torch.gt(self.seen, 0)"] == [
         ("CP401", 140)]
     assert [f.code for f in text.findings if f.span.line == 18] == ["CP401"]
+
+
+def test_a_blocker_whose_value_only_a_guarded_side_defines_is_conditional():
+    """`if not (self.training and self.layer_drop > 0 and torch.rand(1).item() <= self.layer_drop)`,
+    as TorchScript prints it: `_20 = torch.le(torch.item(torch.rand([1])), p)` only under
+    `if _19:` (else `_20 = False`), `_19` set from `self.training`.  The CP401 at
+    `if torch.__not__(_20):` is met on every call, but its value rests on a tensor's only on
+    that side: conditional on `_19` (its line the model's), the verdict not `blocked`
+    (the module was saved in eval mode: torch.export never draws the random number)."""
+    (item,) = check([str(FIXTURES / "archives" / "deep_encoder.script.pt")], EXPORT).inputs
+    blockers = [f for f in item.findings if f.code in BLOCKING]
+    assert len(blockers) == 12 and {f.severity for f in blockers} == {"warning"}
+    for f in blockers:
+        (g,) = f.guards
+        assert (g.kind, g.branch, g.path, g.line, g.decided) == ("attribute", "then", "fixtures/models_deep.py", 131, None)
+        assert f.args["when"] == f"when `{g.condition}`" and "data-dependent only when" in f.message
+    assert item.export.verdict == "exports_with_specializations" and item.export.blocked == []
+    assert len(item.export.blocked_when) == 12

@@ -275,10 +275,11 @@ def test_a_code_text_is_read_as_its_archive_is(reports, tmp_path):
     data), data dependence through calls and per dimension.  Only what the text alone cannot
     tell differs: no saved attribute values (a blocker under `if self.training:` stays
     conditional) and no debug info (`int(n)` of an `item()` number: CP407, cannot tell).
-    Blocked where torch exports only for `training_rows_eval`: without the saved mode, the
-    training branch's definition of the helper's argument counts (torch fails for the same
-    module in train mode, `training_rows_train`); a guard around a definition, not around
-    the finding, does not make a finding conditional."""
+    Never blocked where torch exports: for `training_rows_eval`, without the saved mode, the
+    training branch's definition of the helper's argument counts, but only that side of
+    `if self.training:` defines what makes the size data-dependent, so the CP402 is
+    conditional on it (torch fails for the same module in train mode, `training_rows_train`,
+    whose archive decides the guard: there it blocks)."""
     texts = _code_texts(tmp_path)
     report = codeparse.check([str(p) for p in texts.values()], EXPORT)
     differ, blocked_where_exports = {}, set()
@@ -289,15 +290,21 @@ def test_a_code_text_is_read_as_its_archive_is(reports, tmp_path):
         mine = sorted((f.code, f.severity, f.span.line) for f in item.findings)
         if mine != sorted((f.code, f.severity, f.span.line) for f in archive.findings):
             differ[case] = item
-    assert blocked_where_exports == {"training_rows_eval"}
-    assert (len(texts), len(texts) - len(differ)) == (42, 33)  # the other two archives hold more files
+    assert blocked_where_exports == set()
+    assert (len(texts), len(texts) - len(differ)) == (42, 32)  # the other two archives hold more files
     saved = {"attr_item_on", "attr_item_off", "mode_item_exact", "mode_item_fast", "training_item_eval",
-             "training_item_train", "training_rows_eval"}
+             "training_item_train", "training_rows_eval", "training_rows_train"}
     assert set(differ) == saved | {"int_item_size", "item_index"}
     for case in saved:  # the saved value decided the archive's guard; the text leaves it to the call
         assert any(f.args.get("decided") for f in reports[case].findings), case
         assert not any(f.args.get("decided") for f in differ[case].findings), case
-        assert differ[case].export.verdict != "blocked" or case == "training_rows_eval", case
+        assert differ[case].export.verdict != "blocked", case
+    # The guard of the definition, not of the finding, makes the text's CP402 conditional.
+    for case in ("training_rows_eval", "training_rows_train"):
+        (f,) = [f for f in differ[case].findings if f.code == "CP402"]
+        assert (f.severity, f.span.line) == ("warning", 24), case
+        assert [(g.condition, g.branch, g.line) for g in f.guards] == [("self.training", "then", 12)], case
+        assert [w.when for w in differ[case].export.blocked_when] == ["when `self.training`"], case
     for case in ("int_item_size", "item_index"):
         assert [f.code for f in differ[case].findings] == ["CP407"] and differ[case].export.verdict == "cannot_tell"
     # The archive's path before: kept_rows-style cross-call and per-dimension answers hold for texts too.

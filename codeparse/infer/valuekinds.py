@@ -169,7 +169,10 @@ class ValueKinds:
         return result
 
     def _defs(self, name: str) -> list:
-        return [d for d in self.inf.facts.defs.get(name, ()) if d.value is not None or d.kind == "for"]
+        """The definitions of a name, but for those in branches the data-dependence questions
+        rule out (:meth:`FunctionDataDependence._runs`)."""
+        return [d for d in self.inf.facts.defs.get(name, ()) if (d.value is not None or d.kind == "for")
+                and self.dd._runs(d.scopes)]
 
     def _tests(self, defs: list) -> frozenset:
         """What decides which of several definitions of a name, or how many mutations, run:

@@ -45,6 +45,7 @@ builds no model (:func:`archive_export_data`, :func:`code_file_export_data`);
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Iterable, Optional
 
 from ..contract.codes import diagnostic
@@ -137,15 +138,27 @@ class _Plain:
         """(:meth:`~codeparse.pathguards.PathGuards.number_conversion`)"""
         return None
 
+    def definition_guard(self, qualified: str, offset: int, blocks: Callable[[], bool]) -> Optional[dict]:
+        """(:meth:`~codeparse.pathguards.PathGuards.definition_guard`)"""
+        return None
+
 
 _PLAIN = _Plain()
 
 
-def _guarded(f: dict, guards: list[dict], paths: Any) -> dict:
+def _guarded(f: dict, guards: list[dict], paths: Any, again: Optional[Callable[[], bool]] = None,
+             offset: int = 0) -> dict:
     """The finding with its guards; a blocker under a guard the call chooses is a warning
-    that says when export fails."""
+    that says when export fails.  So is a blocker (``again()`` asks whether it still
+    blocks) whose data-dependent value only one side of such a guard defines
+    (:meth:`~codeparse.pathguards.PathGuards.definition_guard`): that guard joins its guards."""
     from .pathguards import conditional, guard_text
 
+    defined = None
+    if again is not None and f["code"] in BLOCKING and not conditional(guards):
+        defined = paths.definition_guard(f["args"]["function"], offset, again)
+        if defined is not None:
+            guards = guards + [defined]
     f["guards"] = paths.public(guards)
     decided = [g["decided"] for g in guards if g["decided"]]
     if f["code"] in BLOCKING and decided and not conditional(guards):
@@ -153,7 +166,8 @@ def _guarded(f: dict, guards: list[dict], paths: Any) -> dict:
     if f["code"] in BLOCKING and conditional(guards):
         chosen = [g for g in f["guards"] if g["kind"] in ("argument", "attribute") and g["decided"] is None][-1]
         f["severity"] = "warning"
-        f["message"] += (f"; reached only {guard_text(chosen)} ({chosen['kind']}, {chosen['path']}:{chosen['line']}), "
+        reached = "data-dependent only" if defined is not None else "reached only"
+        f["message"] += (f"; {reached} {guard_text(chosen)} ({chosen['kind']}, {chosen['path']}:{chosen['line']}), "
                          "so export fails only for calls that take that branch")
         f["args"]["when"] = guard_text(chosen)
     return f
@@ -186,23 +200,17 @@ def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN)
             guards = paths.of(name, span["start"])
             if guards is None:  # a branch the saved state never runs
                 continue
-            f = _condition_finding(path, name, what, span, cond, locate)
+            f = _block_finding(path, fn, what, block, cond, locate, paths)
             if f is None:
                 continue
-            if f["code"] == "CP403":
-                passed = paths.data_dependent_argument(name, cond)
-                if passed:  # a caller passes a tensor made from tensor values for the size it reads
-                    made = [f"{p}:{n}" for p, n in dict.fromkeys(passed)]
-                    f = _finding("CP402", path, span, f["origin"] and (f["origin"]["path"], f["origin"]["line"]),
-                                 list(passed), producers="passed by its caller, made at " + ", ".join(made[:3]),
-                                 condition=f["args"]["condition"], function=name, kind=cond["kind"], what=what)
             taken = (paths.decide(path, fn, block)
                      if what == "branch" and cond["kind"] in ("attribute", "runtime") else None)
             if taken is not None:  # the saved values fix the branch: nothing for export to choose
                 f["args"]["decided"] = taken[1]
                 who = "torch.export" if cond["kind"] == "runtime" else "the saved module"
                 f["message"] += f"; {who} takes the {taken[0]} branch: {taken[1]}"
-            out.append(_at_user_line(_guarded(f, guards, paths), name, paths))
+            again = partial(_still_blocks, path, fn, what, block, locate, paths)
+            out.append(_at_user_line(_guarded(f, guards, paths, again, span["start"]), name, paths))
     for conv in fn["scalar_conversions"]:
         start = conv["start"]
         if any(a <= start < b for a, b in covered):
@@ -216,8 +224,36 @@ def _function_findings(path: str, fn: dict, locate: Locate, paths: Any = _PLAIN)
         if code is None:
             continue
         f = _finding(code, path, conv, origin, [], conversion=text, function=name, **args)
-        out.append(_at_user_line(_guarded(f, guards, paths), name, paths))
+        again = partial(_conversion_blocks, name, conv, paths)
+        out.append(_at_user_line(_guarded(f, guards, paths, again, start), name, paths))
     return out
+
+
+def _block_finding(path: str, fn: dict, what: str, block: dict, cond: dict, locate: Locate,
+                   paths: Any) -> Optional[dict]:
+    """The finding of an ``if`` or loop condition (as export sees it: ``cond``): CP403 turns
+    CP402 when a caller passes a tensor of data-dependent size for the size it reads."""
+    name, span = fn["qualified_name"], block["span"]
+    f = _condition_finding(path, name, what, span, cond, locate)
+    if f is not None and f["code"] == "CP403":
+        passed = paths.data_dependent_argument(name, cond)
+        if passed:  # a caller passes a tensor made from tensor values for the size it reads
+            made = [f"{p}:{n}" for p, n in dict.fromkeys(passed)]
+            f = _finding("CP402", path, span, f["origin"] and (f["origin"]["path"], f["origin"]["line"]),
+                         list(passed), producers="passed by its caller, made at " + ", ".join(made[:3]),
+                         condition=f["args"]["condition"], function=name, kind=cond["kind"], what=what)
+    return f
+
+
+def _still_blocks(path: str, fn: dict, what: str, block: dict, locate: Locate, paths: Any) -> bool:
+    """The condition's finding, asked again (as :func:`_guarded` assumes a branch away), blocks."""
+    f = _block_finding(path, fn, what, block, paths.condition(path, fn, block), locate, paths)
+    return f is not None and f["code"] in BLOCKING
+
+
+def _conversion_blocks(qualified: str, conv: dict, paths: Any) -> bool:
+    """A conversion's finding, asked again, stands (its tensor may hold data)."""
+    return not paths.conversion_holds_no_data(qualified, conv)
 
 
 def _number_conversion(path: str, qualified: str, conv: dict, text: str, locate: Locate,

@@ -87,6 +87,10 @@ class PathGuards:
         self._refined: dict[int, dict] = {}  # id(if or loop) -> its condition as export sees it
         self._inferred: Optional[dict[int, str]] = None  # id(inference) -> its function
         self._ruled: dict[str, frozenset] = {}
+        # While :meth:`definition_guard` asks: one more branch taken never, (function, offset
+        # of the if, side), and the ``ruled_out`` the data-dependence questions take then.
+        self._assumed: Optional[tuple[str, int, str]] = None
+        self._ruling: Optional[Callable[[Any], frozenset]] = None
 
     # -- one function --------------------------------------------------------
     def local(self, qualified: str, offset: int) -> list[dict]:
@@ -151,7 +155,7 @@ class PathGuards:
         the runtime predicates torch.export knows that :meth:`_guard` decides.  The
         data-dependence questions (:class:`codeparse.infer.datadep.FunctionDataDependence`)
         leave out what such a branch defines or returns."""
-        if self._decide is None or self._callee is None:
+        if self._callee is None:
             return frozenset()
         if self._inferred is None:
             self._inferred = {}
@@ -166,7 +170,9 @@ class PathGuards:
         if out is None:
             path, fn = self.functions[qualified]
             dead = set()
-            for if_ in fn["ifs"]:
+            if self._assumed is not None and self._assumed[0] == qualified:
+                dead.add(self._assumed[1:])
+            for if_ in fn["ifs"] if self._decide is not None else ():
                 if if_["condition"] is None or if_["condition"]["kind"] not in _DECIDABLE:
                     continue
                 for branch in ("then", "else"):
@@ -181,7 +187,50 @@ class PathGuards:
         from ..infer.datadep import FunctionDataDependence
 
         ruled_out = self.ruled_out if self._decide is not None and self._callee is not None else None
-        return FunctionDataDependence(inference, ruled_out=ruled_out, **kwargs)
+        return FunctionDataDependence(inference, ruled_out=self._ruling or ruled_out, **kwargs)
+
+    def definition_guard(self, qualified: str, offset: int, blocks: Callable[[], bool]) -> Optional[dict]:
+        """For a blocker at ``offset`` of ``qualified`` whose guards do not make it conditional:
+        a guard the call chooses (:func:`conditional`) of an ``if`` in that function, or in
+        a caller on its best path from ``forward``, without whose side the blocker is gone
+        (``blocks()``, asked again with that side never taken, is false): what makes its
+        value data-dependent is defined only there (``rows = kept[:, None] - kept[None]``
+        under ``if self.training:``), so export fails only for calls that take it.  None
+        when there is no such side (one that encloses the blocker itself or the call that
+        reaches it does not count), or no function bodies to ask."""
+        if self._callee is None:
+            return None
+        self.chains()
+        seen: set[str] = set()
+        q, at = qualified, offset
+        while q not in seen and q in self.functions:
+            seen.add(q)
+            path, fn = self.functions[q]
+            for if_ in fn["ifs"]:
+                block, head = if_["block_span"], if_["span"]
+                if if_["condition"] is None or block["start"] <= at < block["end"]:
+                    continue
+                for side in ("then", "else") if if_["has_else"] else ("then",):
+                    guard = self._guard(path, fn, if_, side)
+                    if guard.get("dead") or not conditional([guard]):
+                        continue
+                    if not self._assuming((q, head["start"], side), blocks):
+                        return guard
+            if q not in self._via:
+                break
+            q, at = self._via[q]
+        return None
+
+    def _assuming(self, dead: tuple[str, int, str], blocks: Callable[[], bool]) -> bool:
+        """``blocks()`` asked with one more branch never taken: the answers memoized so far
+        (here and, per ``ruled_out``, on the callees) set aside meanwhile."""
+        kept = self._refined, self._passed, self._ruled, self._assumed, self._ruling
+        self._refined, self._passed, self._ruled, self._assumed = {}, {}, {}, dead
+        self._ruling = lambda inference: self.ruled_out(inference)  # a new key for the callees' memos
+        try:
+            return blocks()
+        finally:
+            self._refined, self._passed, self._ruled, self._assumed, self._ruling = kept
 
     def condition(self, path: str, fn: dict, block: dict) -> dict:
         """The condition of an ``if`` or loop as export sees it: a ``tensor_value``
