@@ -91,6 +91,9 @@ class PathGuards:
         # of the if, side), and the ``ruled_out`` the data-dependence questions take then.
         self._assumed: Optional[tuple[str, int, str]] = None
         self._ruling: Optional[Callable[[Any], frozenset]] = None
+        # Per assumed branch, the memos its questions filled (refined, passed, ruled, ruling):
+        # the blockers of one archive ask about the same few ifs.
+        self._assumptions: dict[tuple[str, int, str], tuple[dict, dict, dict, Callable[[Any], frozenset]]] = {}
 
     # -- one function --------------------------------------------------------
     def local(self, qualified: str, offset: int) -> list[dict]:
@@ -222,11 +225,16 @@ class PathGuards:
         return None
 
     def _assuming(self, dead: tuple[str, int, str], blocks: Callable[[], bool]) -> bool:
-        """``blocks()`` asked with one more branch never taken: the answers memoized so far
-        (here and, per ``ruled_out``, on the callees) set aside meanwhile."""
+        """``blocks()`` asked with one more branch never taken: the answers memoized without
+        it (here and, per ``ruled_out``, on the callees) set aside meanwhile, those memoized
+        under the same assumption for an earlier blocker used again."""
         kept = self._refined, self._passed, self._ruled, self._assumed, self._ruling
-        self._refined, self._passed, self._ruled, self._assumed = {}, {}, {}, dead
-        self._ruling = lambda inference: self.ruled_out(inference)  # a new key for the callees' memos
+        memos = self._assumptions.get(dead)
+        if memos is None:
+            # The ruling function is the callees' memo key for this assumption.
+            memos = self._assumptions[dead] = ({}, {}, {}, lambda inference: self.ruled_out(inference))
+        self._refined, self._passed, self._ruled, self._ruling = memos
+        self._assumed = dead
         try:
             return blocks()
         finally:
