@@ -88,7 +88,7 @@ def export_table() -> ExportTable:
 def returns_data_dependent(callee: Any, ruled_out: "RuledOut" = None) -> Optional[frozenset]:
     """Producer spans when what ``callee`` returns has a data-dependent size (memoized on it,
     per ``ruled_out``)."""
-    memo = _memo(callee, "_data_dependent_returns", ruled_out)
+    memo = _memo(callee, "_data_dependent_returns")
     if ruled_out in memo:
         return memo[ruled_out]
     memo[ruled_out] = _NOT  # recursion cut
@@ -102,7 +102,7 @@ def returns_parameters(callee: Any, ruled_out: "RuledOut" = None) -> frozenset:
     """The parameters of ``callee`` whose data-dependent size its return value keeps
     (``clip_boxes_to_image(boxes, size)`` returns a tensor the size of ``boxes``);
     memoized on it, per ``ruled_out``."""
-    memo = _memo(callee, "_data_dependent_parameters", ruled_out)
+    memo = _memo(callee, "_data_dependent_parameters")
     if ruled_out in memo:
         return memo[ruled_out]
     memo[ruled_out] = frozenset()  # recursion cut
@@ -120,7 +120,7 @@ def returns_first_dim_only(callee: Any, ruled_out: "RuledOut" = None,
     :meth:`FunctionDataDependence.first_dim_only`): the parameters the answer takes so (an
     empty set when it takes none), or None when it is not; memoized on it, per
     ``ruled_out`` and ``static``."""
-    memo = _memo(callee, "_first_dim_only", ruled_out)
+    memo = _memo(callee, "_first_dim_only")
     key = (ruled_out, static)
     if key in memo:
         return memo[key]
@@ -133,11 +133,11 @@ def returns_first_dim_only(callee: Any, ruled_out: "RuledOut" = None,
     return result
 
 
-def _memo(callee: Any, name: str, ruled_out: "RuledOut") -> dict:
-    """A summary's memo on ``callee``: ``ruled_out`` (or None; with more of what the answer
-    depends on) -> the answer.  The key holds the object itself (so that its identity is
-    never reused): one program's answers with the branches its saved values rule out, apart
-    from the answers with every branch."""
+def _memo(callee: Any, name: str) -> dict:
+    """A summary's memo on ``callee``, keyed by ``ruled_out`` (or None; with more of what the
+    answer depends on) -> the answer.  The key holds the object itself (so that its identity
+    is never reused): one program's answers with the branches its saved values rule out,
+    apart from the answers with every branch."""
     memo = getattr(callee, name, None)
     if memo is None:
         memo = {}
@@ -245,11 +245,11 @@ class FunctionDataDependence:
             else:
                 # Assignments, and mutations (`torch.append(l, v)`: l holds what is appended).
                 found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind in ("assign", "mutate")
-                         and d.value is not None and self._runs(d.scopes)]
+                         and d.value is not None and self.runs(d.scopes)]
             self._assigns[name] = found
         return found
 
-    def _runs(self, scopes: tuple) -> bool:
+    def runs(self, scopes: tuple) -> bool:
         """No ``if`` around a position takes, there, a branch that :attr:`ruled_out` rules out."""
         if self.ruled_out is None:
             return True
@@ -259,7 +259,7 @@ class FunctionDataDependence:
 
     def returns(self) -> list[tuple[int, int]]:
         """The spans of the function's return values, but for returns in ruled-out branches."""
-        return [span for span, scopes in self.inf.facts.returns if self._runs(scopes)]
+        return [span for span, scopes in self.inf.facts.returns if self.runs(scopes)]
 
     def _is_tensor_operand(self, node: Expr) -> bool:
         if isinstance(node, Const):

@@ -170,9 +170,9 @@ class ValueKinds:
 
     def _defs(self, name: str) -> list:
         """The definitions of a name, but for those in branches the data-dependence questions
-        rule out (:meth:`FunctionDataDependence._runs`)."""
+        rule out (:meth:`FunctionDataDependence.runs`)."""
         return [d for d in self.inf.facts.defs.get(name, ()) if (d.value is not None or d.kind == "for")
-                and self.dd._runs(d.scopes)]
+                and self.dd.runs(d.scopes)]
 
     def _tests(self, defs: list) -> frozenset:
         """What decides which of several definitions of a name, or how many mutations, run:
