@@ -99,8 +99,9 @@ class Inference:
         self._local_receiver = names.local_receiver
         self._defs_before = names.defs_before
         self._controls = names.controls
-        self._mutated = names.mutated
-        self._in_loop = names.in_loop
+        # Names a mutation defines, names defined in a loop: found on the first visit.
+        self._mutated: Optional[set[str]] = None
+        self._in_loop: Optional[set[str]] = None
         self._carried = names.carried
         self.expr_type = types.expr_type
         self.name_type = types.name_type
@@ -177,6 +178,8 @@ class Inference:
     def sources_of(self, node: Expr, scopes: tuple[Scope, ...]):
         """(sources, pins) of an expression: a depth-first visit, memoized, resumed where
         it goes too deep (see drive); raises DepthLimit when even that cannot answer."""
+        if self._in_loop is None:
+            self._mutated, self._in_loop = self.names.mutated_in_loop()
         if driving[0]:
             return self._visit(node, scopes)
         return drive(lambda: self._visit(node, scopes))
