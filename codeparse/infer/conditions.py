@@ -580,6 +580,18 @@ class Inference:
             return False
         return any(isinstance(a, Name) and a.id == "None" for a in node.args)
 
+    def release(self) -> None:
+        """Drop the links that make this function's parts a reference cycle (its calls
+        visit through it, its memo reads ahead through it, its types ask its calls, its
+        facts look callees up through their extractor), so that they are freed as soon as
+        the last reference goes, not by the cyclic collector (which would walk every tree,
+        definition and memo entry of the file first).  For a function no one will ask
+        again: the parse of its file is finished and no other file calls into it."""
+        self.calls.visit = None
+        self._memo_entries.warm = None
+        self.types.callee_of = None
+        self.facts.functions = None
+
 
 
 def _position(text: str, ref: str) -> int:

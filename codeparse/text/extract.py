@@ -776,6 +776,15 @@ class Extractor:
             elif declared is None and path in read_by_conditions:
                 ref["role"] = "attribute"
 
+    def release(self) -> None:
+        """Free this file's functions without the cyclic collector: each one's inference
+        drops its back-links (:meth:`~codeparse.infer.conditions.Inference.release`), and
+        the callee table, which their facts reached through :meth:`lookup`, is emptied.
+        Only once every function is finished and no other file can call into them."""
+        for callee in self.callees.values():
+            callee.inference.release()
+        self.callees.clear()
+
 
 _NEW = ".__new__("  # `obj = T.__new__(T)`: an object built in the code (its `__init__` call follows)
 _INIT = "__init__"

@@ -180,8 +180,16 @@ def parse_text(text: str, path: Optional[str] = None, grammar: Optional[str] = N
 @_collector_paused
 def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Optional[str],
            extra: Iterable[dict], types: Any, functions: Any, as_dict: bool = False) -> "CodeFile":
-    """:func:`parse_text`, with diagnostics found before parsing (``extra``: bad UTF-8)."""
-    return finish_file(start_file(prepare_text(text, path, grammar, extra), owner, types, functions), as_dict)
+    """:func:`parse_text`, with diagnostics found before parsing (``extra``: bad UTF-8).
+
+    Without a ``functions`` hook nothing outside this text can call into its functions,
+    so once it is finished their inference is released (:meth:`Extractor.release`): freed
+    when the result is returned, not later by the cyclic collector."""
+    started = start_file(prepare_text(text, path, grammar, extra), owner, types, functions)
+    result = finish_file(started, as_dict)
+    if functions is None:
+        started.extractor.release()
+    return result
 
 
 class Prepared:
