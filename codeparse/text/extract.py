@@ -50,6 +50,9 @@ _BLOCKS = ("if", "elif", "for", "while", "with", "def", "else", "class")
 # items: the grammars' `[scan].receiver` and `SEP`.
 _ATTRIBUTE_DOT = "."
 _SEPARATOR = ","
+# A path from `self` shorter than this is kept whole by `Names.expr_path` (which gives up
+# on paths of a thousand characters): the scan may hand such a path on as read.
+_SHORT_PATH = 256
 
 # The plain dicts of the models built most often, each kind sharing one key table
 # (:func:`codeparse.contract.views.record`); keys in the models' field order.
@@ -108,9 +111,11 @@ def _crowded_line(limit: int):
 
 _MATCHERS: dict[int, tuple] = {}
 # The groups of `[scan].references` that close last in a call, a method call's receiver
-# parenthesis, an attribute chain and a `getattr` (a string closes `string`: skipped).
-# A grammar without `recv` (receivers read by the pattern) asks `receiver` at every `paren`.
-_SCAN_GROUPS = ("call_open", "attr_chain", "recv", "paren", "getattr", "receiver", "method")
+# parenthesis, an attribute chain and a `getattr` (a string closes `string`: skipped), and
+# the groups the scan reads.  A grammar without `recv` (receivers read by the pattern) asks
+# `receiver` at every `paren`.
+_SCAN_GROUPS = ("call_open", "attr_chain", "recv", "paren", "getattr", "receiver", "method", "callee", "attr_base",
+                "getattr_obj", "getattr_name")
 
 
 def _matchers(grammar: Grammar) -> tuple:
@@ -528,7 +533,12 @@ class Extractor:
         that closed last.  At a parenthesis that may start a receiver, ``(recv).m(``,
         brackets are counted on its line (:meth:`_receiver_finder`).  A call's span comes
         from :meth:`_call_spans`.  What a function repeats is answered once: a callee's
-        kind and target, a receiver's path, a path's declared role and type."""
+        kind and target, a receiver's path, a path's declared role and type.
+
+        A receiver named by a local bound once to ``getattr(obj, "name")`` (the printer's
+        ``_0 = getattr(self.layers, "0")``) takes the path the scan read from that
+        ``getattr`` on the definition's line (what the path of its value is, without
+        reading the value into a tree)."""
         text = self.text
         sem = self.sem
         calls: list[dict] = []
@@ -543,14 +553,19 @@ class Extractor:
         call_span = self._call_spans(end)
         declared = inference.declared
         name_path = inference.name_path
+        single_def = inference.single_def
+        identifier = self._identifier
         line_starts = self.source.line_starts
         target_starts = sorted(targets)
         find = text.find
-        call_g, attr_g, recv_g, paren_g, getattr_g, receiver_g, method_g = self._scan_groups
-        # Callee text -> (kind, target) within this function: the answer depends on the
-        # text alone (`Inference.callee_target` reads its dotted name).
-        callee_targets: dict[str, tuple[str, Optional[str]]] = {}
-        receiver_paths: dict[str, Optional[str]] = {}
+        (call_g, attr_g, recv_g, paren_g, getattr_g, receiver_g, method_g, callee_g, base_g, obj_g,
+         name_g) = self._scan_groups
+        # Callee text -> (kind, target, callee), interned, or None (an intrinsic: no call),
+        # within this function: the answer depends on the text alone (an operator's by
+        # its name, `Inference.callee_target` reads its dotted name).
+        call_kinds: dict[str, Optional[tuple[str, Optional[str], str]]] = {}
+        receiver_kinds: dict[str, tuple[str, Optional[str]]] = {}  # receiver text -> (kind, path)
+        getattr_paths: dict[tuple[int, int], str] = {}  # span of `getattr(obj, "n")` -> its path
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
         def ref(path: str, at: int, to: int) -> dict:
@@ -562,27 +577,50 @@ class Extractor:
             line_start = line_starts[line - 1]
             return _self_ref(*found, span_data(at, to, line, at - line_start + 1, line, to - line_start + 1))
 
+        def call_kind(callee: str, span: tuple[int, int]) -> Optional[tuple[str, Optional[str], str]]:
+            if callee in intrinsics:
+                return None
+            op = operator(callee)
+            if op is not None:
+                kind, target = "operator", op
+            else:
+                kind, target = inference.callee_target(inference.tree(span))
+                if kind == "intrinsic":
+                    return None
+            return kind, target if target is None else keep(target, target), keep(callee, callee)
+
+        def receiver_kind(rs: int, re_: int) -> tuple[str, Optional[str]]:
+            path = None
+            if identifier(text, rs, re_):
+                name = text[rs:re_]
+                d = single_def(name)
+                path = getattr_paths.get(d.value, False) if d is not None and d.element is None else False
+                if path is False:
+                    path = name_path(name)
+            else:
+                path = inference.expr_path(inference.tree((rs, re_)))
+            if path == self_name:
+                return "self_method", path
+            if path is not None:
+                receivers.add(path)
+                role = declared(path)[0]
+                return ("method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule",
+                        keep(path, path))
+            return "method", None
+
         references = self._references
         for stretch in self._reference_ranges(start, end):
             for m in references(text, *stretch):
                 group = m.lastindex
                 if group == call_g:
-                    callee = m.group("callee")
-                    if callee in intrinsics:
+                    callee = m.group(callee_g)
+                    found = call_kinds.get(callee, False)
+                    if found is False:
+                        found = call_kinds[callee] = call_kind(callee, m.span(callee_g))
+                    if found is None:
                         continue
-                    op = operator(callee)
-                    if op is not None:
-                        kind, target = "operator", op
-                    else:
-                        found = callee_targets.get(callee)
-                        if found is None:
-                            found = callee_targets[callee] = inference.callee_target(inference.tree(m.span("callee")))
-                        kind, target = found
-                        if kind == "intrinsic":
-                            continue
                     at, to = m.span()
-                    calls.append(_call(kind, None, None, target if target is None else keep(target, target),
-                                       keep(callee, callee), call_span(at, to - 1)))
+                    calls.append(_call(found[0], None, None, found[1], found[2], call_span(at, to - 1)))
                 elif group == recv_g or group == paren_g:
                     at = m.start()
                     if group == recv_g:
@@ -602,38 +640,30 @@ class Extractor:
                             continue
                         rs, re_, method_start, method_end = r
                     key = text[rs:re_]
-                    path = receiver_paths.get(key, False)
-                    if path is False:  # the same text reads the same path within a function
-                        path = receiver_paths[key] = inference.expr_path(inference.tree((rs, re_)))
-                    if path == self_name:
-                        kind = "self_method"
-                    elif path is not None:
-                        role = declared(path)[0]
-                        kind = "method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule"
-                        receivers.add(path)
-                    else:
-                        kind = "method"
+                    found = receiver_kinds.get(key)
+                    if found is None:  # the same text reads the same path within a function
+                        found = receiver_kinds[key] = receiver_kind(rs, re_)
                     method, callee = text[method_start:method_end], text[at:method_end]
-                    calls.append(_call(kind, path if path is None else keep(path, path), keep(method, method), None,
-                                       keep(callee, callee), call_span(at, method_end)))
+                    calls.append(_call(found[0], found[1], keep(method, method), None, keep(callee, callee),
+                                       call_span(at, method_end)))
                 elif group == attr_g:
                     at = m.start()
                     if target_starts:
                         i = bisect_left(target_starts, (at + 1,)) - 1
                         if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
                             continue
-                    base = name_path(m.group("attr_base"))
+                    base = name_path(m.group(base_g))
                     if not base:
                         continue
-                    pos = m.end("attr_base")
-                    for attr in m.group("attr_chain")[1:].split("."):
+                    pos = m.end(base_g)
+                    for attr in m.group(attr_g)[1:].split("."):
                         base = f"{base}.{attr}"
                         pos += 1 + len(attr)
                         refs.append(ref(base, at, pos))
                 elif group == getattr_g:
                     # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
-                    obj_start = m.start("getattr_obj")
-                    head, *chain = m.group("getattr_obj").split(".")
+                    obj_start = m.start(obj_g)
+                    head, *chain = m.group(obj_g).split(".")
                     base = name_path(head)
                     if base:
                         pos = obj_start + len(head)
@@ -641,8 +671,11 @@ class Extractor:
                             base = f"{base}.{attr}"
                             pos += 1 + len(attr)
                             refs.append(ref(base, obj_start, pos))
-                        path = f"{base}.{unquote(m.group('getattr_name'))}"
-                        refs.append(ref(path, *m.span()))
+                        path = f"{base}.{unquote(m.group(name_g))}"
+                        span = m.span()
+                        if len(path) < _SHORT_PATH:
+                            getattr_paths[span] = path
+                        refs.append(ref(path, *span))
                 # else a string: skipped
         return calls, refs, receivers
 
