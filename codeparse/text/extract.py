@@ -273,32 +273,54 @@ class Extractor:
         buffers: list[str] = []
         attributes: list[dict] = []
         defs: list[Stmt] = []
+        intern = self.intern
+        starts = self.source.line_starts
+        lines = len(starts)
+        span = self.source.span
         for child in stmt.body:
             k = child.kind
-            if k == "parameters_decl":
-                parameters = self._strings(child.span_of("names"))
-            elif k == "buffers_decl":
-                buffers = self._strings(child.span_of("names"))
-            elif k in ("attribute_decl", "final_decl", "annotation_decl"):
-                raw_name = child.group("name")
-                typ = child.group("type")
-                attributes.append(_attribute(
-                    unquote(raw_name) if k == "annotation_decl" else raw_name,
-                    typ if typ is None else self.intern(typ),
-                    k == "final_decl",
-                    child.group("value") if k == "final_decl" else None,
-                    self.source.span(child.start, child.end),
-                ))
-            elif k == "assign":  # enum members, `RED = 1`
-                attributes.append(_attribute(
-                    child.group("targets"),
-                    child.group("type") if child.rule.captures("type") else None,
-                    False,
-                    child.group("value"),
-                    self.source.span(child.start, child.end),
-                ))
-            elif k == "def":
+            if k == "def":
                 defs.append(child)
+                continue
+            # Groups read without a call: `raw.group(name if numbers is None else numbers[name])`.
+            raw, numbers = child.raw, child.numbers
+            if k == "parameters_decl" or k == "buffers_decl":
+                names = self._strings(raw.span("names" if numbers is None else numbers["names"]))
+                if k == "parameters_decl":
+                    parameters = names
+                else:
+                    buffers = names
+                continue
+            if k == "attribute_decl" or k == "final_decl" or k == "annotation_decl":
+                if numbers is None:
+                    raw_name, typ = raw.group("name"), raw.group("type")
+                else:
+                    raw_name, typ = raw.group(numbers["name"]), raw.group(numbers["type"])
+                value = None
+                if k == "final_decl":
+                    value = raw.group("value" if numbers is None else numbers["value"])
+                elif k == "annotation_decl":
+                    raw_name = unquote(raw_name)
+                final = k == "final_decl"
+                typ = typ if typ is None else intern(typ)
+            elif k == "assign":  # enum members, `RED = 1`
+                if numbers is None:
+                    raw_name, value = raw.group("targets"), raw.group("value")
+                else:
+                    raw_name, value = raw.group(numbers["targets"]), raw.group(numbers["value"])
+                typ = child.group("type") if child.rule.captures("type") else None
+                final = False
+            else:
+                continue
+            # The declaration's span: on one line (as declarations are), from the line index.
+            at, to = child.start, child.end
+            line = bisect_right(starts, at)
+            if line < lines and to >= starts[line]:
+                where = span(at, to)
+            else:
+                line_start = starts[line - 1]
+                where = span_data(at, to, line, at - line_start + 1, line, to - line_start + 1)
+            attributes.append(_attribute(raw_name, typ, final, value, where))
         return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
                 "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
 
