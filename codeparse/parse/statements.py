@@ -25,11 +25,12 @@ import functools
 from typing import Any, Optional
 
 from ..contract.codes import diagnostic
-from ..grammar.engine import Grammar, Statement, char_class
+from ..grammar.engine import Grammar, GrammarError, Statement, char_class
 from .source import SourceText
 
 __all__ = ["Stmt", "ParseResult", "RepeatedMatch", "parse_statements", "quoted", "bracket_end", "nesting"]
 
+_NO_BODY: Any = ()  # the body of every statement whose rule opens no block
 _EXCERPT = 60  # characters of an unparsed line quoted in its message
 # Brackets nested this deep or less are paired by one `re` match (see `nesting`); the
 # pattern grows threefold per level (three pairs), 1,000 characters at 3.
@@ -59,7 +60,9 @@ class Stmt:
         self.start = start  # offset of the statement's first character (after indentation)
         self.end = end  # offset just past its last character
         self.column = column  # indentation width
-        self.body: list[Stmt] = []
+        # The statements of its block; a rule without a block has none, and shares one
+        # empty tuple (tens of thousands of empty lists cost the garbage collector).
+        self.body: list[Stmt] = [] if rule.block else _NO_BODY
         # For `if`: the statements of its `else:` block (or the `elif` chained to it).
         self.orelse: Optional[list[Stmt]] = None
         self.else_stmt: Optional[Stmt] = None
@@ -317,7 +320,7 @@ class _Reading:
 
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
                  "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic", "masters",
-                 "generic_master", "fast", "plains", "nested_strings")
+                 "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan")
 
     def __init__(self, grammar: Grammar):
         self.grammar = grammar
@@ -336,13 +339,85 @@ class _Reading:
         self.generic = grammar.generic_rules
         self.masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
         self.generic_master = grammar.master(None)
-        self.fast: dict = {}  # rule -> its compiled `fast` pattern
-        self.plains: dict = {}  # rule -> Statement.plain, where the grammar unrolls deep enough
+        self.exacts: dict = {}  # rule -> its `fast` pattern and its `plain` one (or None), compiled
         # `[lines].nested_strings` (optional): a line with strings whose brackets nest shallow.
         self.nested_strings = grammar.lines["nested_strings"].match if "nested_strings" in grammar.lines else None
+        # The first word of a line (None: none) -> what matches its rules: the master's
+        # `find`, `rules` and `maps`; a keyword's is filled when first asked (None until then).
+        self.plans: dict = dict.fromkeys(self.by_keyword)
+        self.generic_plan = self._plan_of(self.generic_master)
+        # `[lines].head` (optional): each physical line's parts in one match of one pass.
+        self.head = None
+        if "head" in grammar.lines:
+            head = grammar.lines["head"]
+            if head.groups != len(_HEAD_GROUPS) or any(head.groupindex.get(name) != number for number, name in
+                                                        enumerate(_HEAD_GROUPS, 1)):
+                raise GrammarError(f"{grammar.path}: [lines].head: its groups are {', '.join(_HEAD_GROUPS)}, "
+                                   "in this order, and no others")
+            self.head = head.finditer
+
+    @staticmethod
+    def _plan_of(master: Any, keyword: Optional[str] = None) -> tuple:
+        # (find, rules, maps, direct): `direct` where the first rule is the keyword's own and
+        # stands in the master as its `classify` pattern (it is matched exactly at once).
+        first = master.rules[0] if master.rules else None
+        direct = first is not None and keyword is not None and first.keyword == keyword and master.maps[0] is False
+        return master.find, master.rules, master.maps, direct
+
+    def plan(self, keyword: str) -> tuple:
+        """The plan of a keyword's lines (compiling its master pattern), kept."""
+        found = self.plans[keyword] = self._plan_of(self.grammar.master(keyword), keyword)
+        return found
+
+    def exact(self, rule: Statement) -> tuple:
+        """A rule's own `re` (or `regex`) pattern and its unrolled `re` form (or None), kept."""
+        found = self.exacts[rule] = (rule.fast, rule.plain)
+        return found
 
 
 _READINGS: dict[int, _Reading] = {}
+# The groups of `[lines].head`, in order (the parser reads them by number).
+_HEAD_GROUPS = ("indent", "text", "blank", "word", "nested", "eol")
+
+
+class _PhysicalHead:
+    """One physical line read as ``[lines].head`` reads it (``span``, ``start``, ``end`` and
+    ``group`` of its groups by number), for a grammar without that pattern: its
+    ``physical``, ``blank`` and ``identifier`` patterns and the bracket nesting check."""
+
+    __slots__ = ("_spans", "_word")
+
+    def __init__(self, spans: tuple, word: Optional[str]):
+        self._spans = spans
+        self._word = word
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        return self._spans[group]
+
+    def start(self, group: int = 0) -> int:
+        return self._spans[group][0]
+
+    def end(self, group: int = 0) -> int:
+        return self._spans[group][1]
+
+    def group(self, group: int) -> Optional[str]:
+        return self._word  # the first word (group 4), the only group the parser reads
+
+
+def _physical_heads(r: "_Reading", text: str):
+    """The physical lines of ``text`` as ``[lines].head`` would give them."""
+    indent_group, text_group = r.indent, r.text
+    blank, first_word, nested = r.blank, r.first_word, r.nested
+    none = (-1, -1)
+    for line in r.physical_pattern.finditer(text):
+        indent, body, eol = line.span(indent_group), line.span(text_group), line.span("eol")
+        start, end = body
+        if blank(text, start, end):
+            yield _PhysicalHead((line.span(), indent, body, body, none, none, eol), None)
+            continue
+        word = first_word(text, start, end)
+        yield _PhysicalHead((line.span(), indent, body, none, word.span() if word else none,
+                             (start, nested(text, start, end).end()), eol), word.group() if word else None)
 
 
 def _reading(grammar: Grammar) -> _Reading:
@@ -415,7 +490,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             depth += excess(line_start, end)[0]
         return end, False
 
-    first_word = r.first_word
     by_keyword = r.by_keyword
     generic = r.generic
     limits = grammar.limits  # read per text: the limits are data a caller may change
@@ -423,15 +497,35 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     max_len = int(limits["max_line_length"])
     fast_len = int(limits.get("timeout_line_length", 10_000))
     timeout = grammar.timeout()
-    masters = r.masters
-    generic_master = r.generic_master
-    fast = r.fast
-    # rule -> its `re` form with recursion unrolled (Statement.plain), or None.  The `re`
-    # forms serve only where brackets nest less deep than they are unrolled (`nested`
-    # proves at most _NEST_DEPTH; a call is at most one deeper).
+    exacts = r.exacts
+    # The `re` forms with recursion unrolled (Statement.plain) serve only where brackets
+    # nest less deep than they are unrolled (`nested` proves at most _NEST_DEPTH; a call
+    # is at most one deeper).
     unrolled = int(limits.get("unroll_depth", 0)) > _NEST_DEPTH
-    plains = r.plains
     nested_strings = r.nested_strings
+
+    def exact(rules: tuple, first: int, last: int, indent_end: int, text_end: int, stop: int, nests: bool) -> tuple:
+        """The first of ``rules[first:last]`` that matches the statement at ``indent_end`` by
+        its own pattern, and its match; or ``(None, None)``."""
+        simple = None
+        for index in range(first, last):
+            rule = rules[index]
+            pattern, plain = exacts.get(rule) or r.exact(rule)
+            if plain is not None and unrolled:
+                if simple is None:  # no string, brackets nested less deep than unrolled
+                    simple = ((nests if stop == text_end else nested(text, indent_end, stop).end() == stop)
+                              and not may_quote(text, indent_end, stop))
+                    if not simple and stop == text_end and nested_strings is not None:
+                        # or strings read whole, and brackets outside them nested as shallow
+                        simple = nested_strings(text, indent_end, stop).end() == stop
+                if simple:
+                    m = plain.match(text, indent_end, stop)
+                    if m is not None:
+                        return rule, (RepeatedMatch(m, rule.repeat, stop) if rule.repeat else m)
+            m = pattern.match(text, indent_end, stop)
+            if m is not None:
+                return rule, m
+        return None, None
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
@@ -448,23 +542,29 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     def report(code: str, start: int, end: int, **args: object) -> None:
         diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
 
-    indent_group = r.indent
-    text_group = r.text
     top = stack[-1]  # the innermost open block
+    top_column, top_stmts = 0, root
+    head = r.head
+    physical_head = head is None
+    if physical_head:  # a grammar without `[lines].head`: its parts found one by one
+        head = functools.partial(_physical_heads, r)
+    plans = r.plans
+    generic_plan = r.generic_plan
     # The physical lines, one `finditer` over the text; a statement that ends on a later
     # line (a signature over several lines) moves `pos` there, and the lines before it
     # are passed over.
-    for line in physical_pattern.finditer(text):
+    for line in head(text):
         start, next_pos = line.span()
         if start < pos:
             continue
         if next_pos == pos:  # at the end of the text (the pattern matches the empty rest)
             break
-        indent_end, text_end = line.end(indent_group), line.end(text_group)
-        column = indent_end - pos
-        if blank(text, indent_end, text_end):
+        if line.start(3) >= 0:  # blank
             pos = next_pos
             continue
+        indent_end = line.end(1)
+        text_end = line.end(2)
+        column = indent_end - pos
         if too_deep_column >= 0:
             if column > too_deep_column:
                 pos = next_pos
@@ -477,81 +577,63 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
 
         # Indentation decides which block the statement belongs to.
         if pending is not None:
-            if column > top.column:
+            if column > top_column:
                 if len(stack) > max_depth:
                     report("CP104", indent_end, text_end, limit=max_depth)
-                    too_deep_column = top.column
+                    too_deep_column = top_column
                     pending = None
                     pos = next_pos
                     continue
                 top = _Block(column, pending.body, pending)
                 stack.append(top)
+                top_column, top_stmts = column, top.stmts
             elif not pending.rule.empty_block:
                 report("CP103", pending.start, pending.end, statement=pending.rule.name)
             pending = None
-        elif column > top.column:
-            if recovering == top.column:
-                top = _Block(column, top.stmts, None)
-                stack.append(top)
+        elif column != top_column:
+            if column > top_column:
+                if recovering == top_column:
+                    top = _Block(column, top_stmts, None)
+                    stack.append(top)
+                    top_column = column
+                else:
+                    report("CP102", pos, indent_end, expected=top_column + 1)
             else:
-                report("CP102", pos, indent_end, expected=top.column + 1)
-        elif column < top.column:
-            while column < top.column:
-                stack.pop()
-                top = stack[-1]
-            if column != top.column:
-                report("CP111", pos, indent_end, column=column + 1)
+                while column < top.column:
+                    stack.pop()
+                    top = stack[-1]
+                top_column, top_stmts = top.column, top.stmts
+                if column != top_column:
+                    report("CP111", pos, indent_end, column=column + 1)
 
-        word = first_word(text, indent_end, text_end)
-        key = word.group() if word else None
+        key = line.group(4)
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.  A line
         # whose brackets nest (most lines) ends where it is.
-        nests = nested(text, indent_end, text_end).end() == text_end
+        nests = line.end(5) == text_end
         if nests:
             stop, even = text_end, True
         else:
             stop, even = logical_end(indent_end, text_end, column)
         m = rule = groups = None
         if stop - indent_end <= fast_len:
-            master = masters.get(key)
-            if master is None:
-                master = grammar.master(key) if key in by_keyword else generic_master
-            found = master.find(text, indent_end, stop)
-            if found is not None:
-                index, m = found
-                rules = master.rules
-                rule = rules[index]
-                groups = master.maps[index]
-                if groups is False:
-                    # Classified by a looser pattern: the rule may still fail, and then
-                    # the rules after it are tried in order.
-                    groups = m = None
-                    simple = None
-                    for index in range(index, len(rules)):
-                        rule = rules[index]
-                        pattern = fast.get(rule)
-                        if pattern is None:
-                            pattern = fast[rule] = rule.fast
-                        plain = plains.get(rule, False) if unrolled else None
-                        if plain is False:
-                            plain = plains[rule] = rule.plain
-                        if plain is not None:
-                            if simple is None:  # no string, brackets nested less deep than unrolled
-                                simple = ((nests if stop == text_end else nested(text, indent_end, stop).end() == stop)
-                                          and not may_quote(text, indent_end, stop))
-                                if not simple and stop == text_end and nested_strings is not None:
-                                    # or strings read whole, and brackets outside them nested as shallow
-                                    simple = nested_strings(text, indent_end, stop).end() == stop
-                            if simple:
-                                m = plain.match(text, indent_end, stop)
-                                if m is not None:
-                                    if rule.repeat:
-                                        m = RepeatedMatch(m, rule.repeat, stop)
-                                    break
-                        m = pattern.match(text, indent_end, stop)
-                        if m is not None:
-                            break
+            find, rules, maps, direct = plans.get(key, generic_plan) or r.plan(key)
+            if direct:
+                # The keyword's own rule comes first and needs `regex` (a `def`): matched
+                # exactly at once, not classified first (its looser pattern matches
+                # wherever it does); where it fails, as any other line.
+                rule, m = exact(rules, 0, 1, indent_end, text_end, stop, nests)
+            if m is None:
+                found = find(text, indent_end, stop)
+                if found is not None:
+                    index, m = found
+                    rule = rules[index]
+                    groups = maps[index]
+                    if groups is False:
+                        # Classified by a looser pattern: the rule may still fail, and then
+                        # the rules after it are tried in order.
+                        groups = None
+                        rule, m = exact(rules, index, len(rules), indent_end, text_end, stop, nests)
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:
@@ -563,23 +645,21 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
                 pos = next_pos
                 continue
-        if m is None or (not (even and m.end() == stop) and unbalanced(indent_end, m.end())):
-            excerpt = _excerpt(text[indent_end:text_end])
-            if m is None:
-                report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=excerpt)
-            else:
-                report("CP112", indent_end, text_end, excerpt=excerpt)
+        if m is None:
+            report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
+        elif ((end := m.end()) != stop or not even) and unbalanced(indent_end, end):
+            report("CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
+            m = None
+        if m is None:
             recovering = column
             pos = next_pos
             continue
-        end = m.end()
         stmt = Stmt(rule, m, indent_end, end, column, groups)
-        if column == recovering:
-            stmt.after_unparsed = rule.emits in ("else", "elif")
+        if column <= recovering:
+            if column == recovering:
+                stmt.after_unparsed = rule.emits in ("else", "elif")
             recovering = -1
-        elif column < recovering:
-            recovering = -1
-        top.stmts.append(stmt)
+        top_stmts.append(stmt)
         if rule.block:
             pending = stmt
         # Continue after the line on which the statement ended.
