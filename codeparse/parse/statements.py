@@ -320,7 +320,7 @@ class _Reading:
 
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
                  "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic", "masters",
-                 "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan")
+                 "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan", "directs")
 
     def __init__(self, grammar: Grammar):
         self.grammar = grammar
@@ -346,6 +346,9 @@ class _Reading:
         # `find`, `rules` and `maps`; a keyword's is filled when first asked (None until then).
         self.plans: dict = dict.fromkeys(self.by_keyword)
         self.generic_plan = self._plan_of(self.generic_master)
+        # Keywords whose own rule comes first and needs `regex`: matched exactly at once.
+        self.directs = frozenset(k for k, rules in self.by_keyword.items()
+                                 if rules[0].keyword == k and rules[0].classify is not None)
         # `[lines].head` (optional): each physical line's parts in one match of one pass.
         self.head = None
         if "head" in grammar.lines:
@@ -357,16 +360,12 @@ class _Reading:
             self.head = head.finditer
 
     @staticmethod
-    def _plan_of(master: Any, keyword: Optional[str] = None) -> tuple:
-        # (find, rules, maps, direct): `direct` where the first rule is the keyword's own and
-        # stands in the master as its `classify` pattern (it is matched exactly at once).
-        first = master.rules[0] if master.rules else None
-        direct = first is not None and keyword is not None and first.keyword == keyword and master.maps[0] is False
-        return master.find, master.rules, master.maps, direct
+    def _plan_of(master: Any) -> tuple:
+        return master.find, master.rules, master.maps
 
     def plan(self, keyword: str) -> tuple:
         """The plan of a keyword's lines (compiling its master pattern), kept."""
-        found = self.plans[keyword] = self._plan_of(self.grammar.master(keyword), keyword)
+        found = self.plans[keyword] = self._plan_of(self.grammar.master(keyword))
         return found
 
     def exact(self, rule: Statement) -> tuple:
@@ -550,6 +549,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         head = functools.partial(_physical_heads, r)
     plans = r.plans
     generic_plan = r.generic_plan
+    directs = r.directs
+    new_stmt = object.__new__
     # The physical lines, one `finditer` over the text; a statement that ends on a later
     # line (a signature over several lines) moves `pos` there, and the lines before it
     # are passed over.
@@ -617,13 +618,13 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             stop, even = logical_end(indent_end, text_end, column)
         m = rule = groups = None
         if stop - indent_end <= fast_len:
-            find, rules, maps, direct = plans.get(key, generic_plan) or r.plan(key)
-            if direct:
+            if key in directs:
                 # The keyword's own rule comes first and needs `regex` (a `def`): matched
                 # exactly at once, not classified first (its looser pattern matches
                 # wherever it does); where it fails, as any other line.
-                rule, m = exact(rules, 0, 1, indent_end, text_end, stop, nests)
+                rule, m = exact(by_keyword[key], 0, 1, indent_end, text_end, stop, nests)
             if m is None:
+                find, rules, maps = plans.get(key, generic_plan) or r.plan(key)
                 found = find(text, indent_end, stop)
                 if found is not None:
                     index, m = found
@@ -654,14 +655,27 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             recovering = column
             pos = next_pos
             continue
-        stmt = Stmt(rule, m, indent_end, end, column, groups)
+        stmt = new_stmt(Stmt)  # Stmt(rule, m, indent_end, end, column, groups), without the call
+        stmt.rule = rule
+        stmt.kind = rule.emits
+        stmt.raw = m
+        stmt.numbers = groups
+        stmt.start = indent_end
+        stmt.end = end
+        stmt.column = column
+        stmt.orelse = stmt.else_stmt = None
+        stmt.block_end = -1
+        stmt.after_unparsed = False
         if column <= recovering:
             if column == recovering:
                 stmt.after_unparsed = rule.emits in ("else", "elif")
             recovering = -1
         top_stmts.append(stmt)
         if rule.block:
+            stmt.body = []
             pending = stmt
+        else:
+            stmt.body = _NO_BODY
         # Continue after the line on which the statement ended.
         pos = physical(text, end).end() if end > text_end else next_pos
     if pending is not None and not pending.rule.empty_block:
