@@ -393,14 +393,17 @@ class FunctionDataDependence:
         """Names an in-place operator (``add_``, ``copy_``, ``index_put_``) writes into."""
         if self._inplace_names is None:
             found: set[str] = set()
+            may_write = _writer_finder(self.inf.sem, self.inf.reader.max_depth)
+            text = self.inf.text
             for defs in self.inf.facts.defs.values():
                 for d in defs:
-                    node = self.inf.value_of(d) if d.value is not None else None
+                    if d.value is None or not may_write(text, *d.value):
+                        continue
+                    node = self.inf.value_of(d)
                     if not isinstance(node, CallExpr):
                         continue
                     kind, name = self._op(node)
-                    if kind != "operator" or not name or not (name.endswith("_") and not name.startswith("_")
-                                                               or name in ("_set_item", "__setitem__")):
+                    if kind != "operator" or not name or not _in_place(name):
                         continue
                     target = node.func.value if self.inf.method_operator(node) is not None else (
                         node.args[0] if node.args else None)
@@ -768,6 +771,38 @@ class FunctionDataDependence:
                 if read is not None and not self.literal(read, depth + 1):
                     return read
         return None
+
+
+_IN_PLACE_NAMES = ("_set_item", "__setitem__")  # in-place writers whose names do not end in `_`
+
+
+def _in_place(name: str) -> bool:
+    """An operator that writes into its first operand (``add_``, ``index_put_``, ``_set_item``)."""
+    return name.endswith("_") and not name.startswith("_") or name in _IN_PLACE_NAMES
+
+
+@functools.lru_cache(maxsize=16)
+def _writer_finder(sem: Any, max_depth: int) -> Callable[[str, int, int], bool]:
+    """``may_write(text, start, end)``: whether the expression ``text[start:end]`` may be a
+    call of an in-place operator (:func:`_in_place`) or may not be read without meeting the
+    expression reader's depth limit (which it records); False only when neither can be, so
+    :meth:`FunctionDataDependence.mutated_in_place` need not read it.  An operator's name is
+    the callee's last part (a method, ``torch.add_``, ``ops.aten.add_``: ``_(`` is in the
+    text) or a builtin's table entry; a prefix template that does not end with the name
+    makes every expression a candidate.  The reader nests one level per bracket, so an
+    expression with no more openers than ``max_depth`` cannot reach the limit."""
+    if not all(template.endswith("{op}") for _, template in sem.prefixes):
+        return lambda text, start, end: True
+    needles = ["_(", *_IN_PLACE_NAMES]
+    needles += [f"{name}(" for name, op in sem.builtins.items() if _in_place(op.rpartition(":")[2])]
+
+    def may_write(text: str, start: int, end: int) -> bool:
+        for needle in needles:
+            if text.find(needle, start, end) != -1:
+                return True
+        return text.count("(", start, end) + text.count("[", start, end) + text.count("{", start, end) > max_depth
+
+    return may_write
 
 
 def _bound(callee: Any, call: CallExpr) -> dict[str, Expr]:
