@@ -232,3 +232,16 @@ def test_free_function_file():
         ("input", "Tensor", None), ("inplace", "bool", "False"),
     ]
     assert [(i.condition.text, i.condition.kind) for i in relu.ifs] == [("inplace", "argument")]
+
+
+def test_class_lists_read_again_are_new_lists():
+    # `__parameters__`, `__buffers__` and bases are remembered per line text across files:
+    # each result still gets lists of its own.
+    path = FIXTURES / "archive_code" / "custom_model.script" / "__torch__/torch/nn/modules/batchnorm.py"
+    first, second = (parse_file(path, as_dict=True)["classes"][0] for _ in range(2))
+    for key in ("bases", "parameters", "buffers"):
+        assert first[key] == second[key] and first[key] is not second[key]
+    assert first["bases"] == ["Module"] and first["parameters"] == ["weight", "bias"]
+    first["buffers"].append("changed")
+    assert parse_file(path, as_dict=True)["classes"][0]["buffers"] == [
+        "running_mean", "running_var", "num_batches_tracked"]

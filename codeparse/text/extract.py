@@ -76,6 +76,18 @@ _function = record("Function", ("name", "qualified_name", "signature", "ifs", "l
 _PARAMS: dict[tuple[str, str], Optional[tuple[str, Optional[str], Optional[str]]]] = {}
 _PARAMS_MAX = 8192
 
+# (grammar id, what, text) -> the strings a class statement's list reads to (`_strings`:
+# `__parameters__`/`__buffers__`, `_split`: bases): these lines repeat across the classes
+# and files of a run, and both are `regex` matches.  Bounded, cleared when full.
+_LISTS: dict[tuple[str, str, str], tuple[str, ...]] = {}
+
+
+def _remember(key: tuple[str, str, str], items: tuple[str, ...]) -> tuple[str, ...]:
+    if len(_LISTS) >= _PARAMS_MAX:
+        _LISTS.clear()
+    _LISTS[key] = items
+    return items
+
 
 def _deeper_than(text: str, start: int, end: int, limit: int) -> Optional[int]:
     """The offset where brackets in ``text[start:end]`` nest deeper than ``limit``, or None
@@ -357,7 +369,13 @@ class Extractor:
         return found[1] if found is not None else None
 
     def _strings(self, span: tuple[int, int]) -> list[str]:
-        return [unquote(m.group("item")) for m in self.grammar.fragments["string_item"].finditer(self.text, *span)]
+        """The strings of a ``__parameters__``/``__buffers__`` list (a new list each time)."""
+        key = (self.grammar.id, "strings", self.text[span[0]:span[1]])
+        found = _LISTS.get(key)
+        if found is None:
+            pattern = self.grammar.fragments["string_item"]
+            found = _remember(key, tuple(unquote(m.group("item")) for m in pattern.finditer(self.text, *span)))
+        return list(found)
 
     def list_items(self, start: int, end: int) -> Optional[list[tuple[int, int]]]:
         """The item spans of a comma-separated list (``a, b``), as a full match of the
@@ -378,10 +396,15 @@ class Extractor:
         return m.spans("item") if m is not None else None
 
     def _split(self, span: tuple[int, int]) -> list[str]:
-        m = self._items(self.text, *span)
-        if m is None:
-            return [self.text[span[0]:span[1]]]
-        return m.captures("item")
+        """The items of a comma-separated list as the grammar's ``expr_items`` captures
+        them, or the whole text where it does not match (a new list each time)."""
+        text = self.text[span[0]:span[1]]
+        key = (self.grammar.id, "items", text)
+        found = _LISTS.get(key)
+        if found is None:
+            m = self._items(self.text, *span)
+            found = _remember(key, (text,) if m is None else tuple(m.captures("item")))
+        return list(found)
 
     # -- functions -----------------------------------------------------------------
     def function(self, stmt: Stmt, owner: Optional[str], declared) -> dict:
@@ -457,7 +480,7 @@ class Extractor:
 
         body_start = stmt.body[0].start if stmt.body else stmt.end
         calls, self_refs, receivers = self._scan(body_start, stmt.block_end, inference, walk.target_spans)
-        starts = [c["span"]["start"] for c in calls]
+        starts = [c["span"]["start"] for c in calls] if walk.ifs else []
 
         def calls_in(block: Optional[list[Stmt]]) -> list[dict]:
             if not block:
@@ -816,6 +839,11 @@ class Extractor:
         A path called like a module, or one whose own attributes are submodules, is a
         submodule; without declarations, a path a condition reads is an attribute.
         """
+        for ref in refs:
+            if ref["role"] == "unknown":
+                break
+        else:  # every role declared (most methods of a class): nothing to fill
+            return
         paths = {ref["path"] for ref in refs}
         parents = {p.rsplit(".", 1)[0] for p in paths | receivers if p.count(".") > 1}
         read_by_conditions = {
