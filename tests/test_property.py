@@ -120,6 +120,31 @@ def test_the_scans_receivers_and_shallow_groups_agree_with_the_recursive_pattern
         assert r is None
 
 
+@settings(max_examples=600, deadline=None)
+@given(st.text(st.sampled_from(list("()[]{}a.m, \n\"'")), max_size=40),
+       st.sampled_from(["torchscript-v2", "torchscript-v1.3", "torchscript-v1.0"]))
+def test_the_scans_call_extents_agree_with_balanced_and_with_counting(text, grammar_id):
+    """Where the scan's `call` (a call's parenthesis) or `method_call` (a receiver's method's)
+    reads a call to its closer, that closer is the one `balanced` (`regex`, recursive) finds
+    on the call's line, and the one bracket counting finds where no quote follows the
+    parenthesis on its line (the two answers call extents took before)."""
+    from codeparse.grammar.engine import load_grammar
+    from codeparse.parse.statements import bracket_end, bracket_finder
+
+    g = load_grammar(grammar_id)
+    for m in g.scan["references"].finditer(text):
+        for group in ("call", "method_call"):
+            at, close = m.span(group)
+            if at < 0:
+                continue
+            stop = text.find("\n", at)
+            stop = len(text) if stop < 0 else stop
+            assert close <= stop
+            assert g.scan["balanced"].match(text, at, stop).end() == close
+            if all(text.find(q, at, stop) < 0 for q in "\"'"):
+                assert bracket_end(text, at, stop, dict(g.bracket_pairs), bracket_finder(g)) == close
+
+
 def _shape(node) -> tuple:
     """A tree as nested tuples: node type, spans and fields."""
     from codeparse.parse.expressions import Attr, Name

@@ -127,7 +127,7 @@ _MATCHERS: dict[int, tuple] = {}
 # the groups the scan reads.  A grammar without `recv` (receivers read by the pattern) asks
 # `receiver` at every `paren`.
 _SCAN_GROUPS = ("call_open", "attr_chain", "recv", "paren", "getattr", "receiver", "method", "callee", "attr_base",
-                "getattr_obj", "getattr_name")
+                "getattr_obj", "getattr_name", "call", "method_call")
 
 
 def _matchers(grammar: Grammar) -> tuple:
@@ -286,8 +286,6 @@ class Extractor:
         attributes: list[dict] = []
         defs: list[Stmt] = []
         intern = self.intern
-        starts = self.source.line_starts
-        lines = len(starts)
         span = self.source.span
         for child in stmt.body:
             k = child.kind
@@ -324,15 +322,7 @@ class Extractor:
                 final = False
             else:
                 continue
-            # The declaration's span: on one line (as declarations are), from the line index.
-            at, to = child.start, child.end
-            line = bisect_right(starts, at)
-            if line < lines and to >= starts[line]:
-                where = span(at, to)
-            else:
-                line_start = starts[line - 1]
-                where = span_data(at, to, line, at - line_start + 1, line, to - line_start + 1)
-            attributes.append(_attribute(raw_name, typ, final, value, where))
+            attributes.append(_attribute(raw_name, typ, final, value, span(child.start, child.end)))
         return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
                 "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
 
@@ -604,12 +594,17 @@ class Extractor:
         target_starts = sorted(targets)
         find = text.find
         (call_g, attr_g, recv_g, paren_g, getattr_g, receiver_g, method_g, callee_g, base_g, obj_g,
-         name_g) = self._scan_groups
+         name_g, extent_g, method_extent_g) = self._scan_groups
+        # A call whose extent the pattern read (`call`, `method_call`) is on one line: its
+        # span comes from the line index.  Once a receiver spans lines, every call asks
+        # call_span (which remembers each line's answer from the first call that asks).
+        spanned = extent_g < 0 or method_extent_g < 0
         # Callee text -> (kind, target, callee), interned, or None (an intrinsic: no call),
         # within this function: the answer depends on the text alone (an operator's by
         # its name, `Inference.callee_target` reads its dotted name).
         call_kinds: dict[str, Optional[tuple[str, Optional[str], str]]] = {}
-        receiver_kinds: dict[str, tuple[str, Optional[str]]] = {}  # receiver text -> (kind, path)
+        # `(recv).method` -> (kind, receiver's path, method, itself), interned.
+        method_calls: dict[str, tuple[str, Optional[str], str, str]] = {}
         getattr_paths: dict[tuple[int, int], str] = {}  # span of `getattr(obj, "n")` -> its path
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
@@ -664,13 +659,17 @@ class Extractor:
                         found = call_kinds[callee] = call_kind(callee, m.span(callee_g))
                     if found is None:
                         continue
-                    at, to = m.span()
-                    calls.append(_call(found[0], None, None, found[1], found[2], call_span(at, to - 1)))
+                    at, open_pos = m.span()
+                    open_pos -= 1
+                    close = -1 if spanned else m.end(extent_g)
                 elif group == recv_g or group == paren_g:
                     at = m.start()
+                    close = -1
                     if group == recv_g:
                         rs, re_ = m.span(receiver_g)
-                        method_start, method_end = m.span(method_g)
+                        method_start, open_pos = m.span(method_g)
+                        if not spanned:
+                            close = m.end(method_extent_g)
                     else:
                         if dot_after < at:  # a receiver is followed by `).`: the next one, if any
                             dot_after = find(").", at, end)
@@ -683,14 +682,15 @@ class Extractor:
                         r = receiver_at(at)
                         if r is None:
                             continue
-                        rs, re_, method_start, method_end = r
-                    key = text[rs:re_]
-                    found = receiver_kinds.get(key)
+                        rs, re_, method_start, open_pos = r
+                        if not spanned and find("\n", at, open_pos) != -1:
+                            spanned = True
+                    callee = text[at:open_pos]  # `(recv).method`
+                    found = method_calls.get(callee)
                     if found is None:  # the same text reads the same path within a function
-                        found = receiver_kinds[key] = receiver_kind(rs, re_)
-                    method, callee = text[method_start:method_end], text[at:method_end]
-                    calls.append(_call(found[0], found[1], keep(method, method), None, keep(callee, callee),
-                                       call_span(at, method_end)))
+                        method = text[method_start:open_pos]
+                        found = method_calls[callee] = (*receiver_kind(rs, re_), keep(method, method),
+                                                        keep(callee, callee))
                 elif group == attr_g:
                     at = m.start()
                     if target_starts:
@@ -705,6 +705,7 @@ class Extractor:
                         base = f"{base}.{attr}"
                         pos += 1 + len(attr)
                         refs.append(ref(base, at, pos))
+                    continue
                 elif group == getattr_g:
                     # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
                     obj_start = m.start(obj_g)
@@ -721,7 +722,21 @@ class Extractor:
                         if len(path) < _SHORT_PATH:
                             getattr_paths[span] = path
                         refs.append(ref(path, *span))
-                # else a string: skipped
+                    continue
+                else:  # a string: skipped
+                    continue
+                # A call, `callee(` or `(recv).method(`, from `at` to the closer of its
+                # parenthesis at `open_pos`: `close` when the pattern read it (on one line).
+                if close < 0:
+                    where = call_span(at, open_pos)
+                else:
+                    line = bisect_right(line_starts, at)
+                    line_start = line_starts[line - 1]
+                    where = span_data(at, close, line, at - line_start + 1, line, close - line_start + 1)
+                if group == call_g:
+                    calls.append(_call(found[0], None, None, found[1], found[2], where))
+                else:
+                    calls.append(_call(found[0], found[1], found[2], None, found[3], where))
         return calls, refs, receivers
 
     def _receiver_finder(self, end: int):
@@ -995,7 +1010,8 @@ class _Walk:
         for s in stmts:
             k = s.kind
             if k == "assign":
-                raw, numbers = s.raw, s.numbers  # span_of() inline
+                raw, numbers = s.raw, s.numbers  # span_of() and group() inline
+                start = s.start
                 if numbers is None:
                     value, target = raw.span("value"), raw.span("targets")
                 else:
@@ -1003,29 +1019,33 @@ class _Walk:
                 has_type = typed.get(s.rule)
                 if has_type is None:  # once per rule: does it capture a declared type?
                     has_type = typed[s.rule] = "type" in s.match.re.groupindex
+                annotation = raw.group("type" if numbers is None else numbers["type"]) if has_type else None
                 t0, t1 = target
+                v0, v1 = value
+                # mutation(), unless the value calls a callee known to mutate nothing (a
+                # receiver's parenthesis, `(x).m(`, names no callee: only a method call on
+                # an object built in the code may define one)
+                paren = find("(", v0, v1)
+                mutates = paren != -1 and (mutators.get(text[v0:paren]) is not False or (paren == v0 and self.objects))
                 if identifier(text, t0, t1):  # one name, as most targets are: bind() inline
                     target_spans.append(target)
                     name = text[t0:t1]
-                    d = Definition(name, "assign", value, None, scopes, s.group("type") if has_type else None, s.start)
+                    d = Definition(name, "assign", value, None, scopes, annotation, start)
                     found = defs.get(name)
                     if found is None:
                         defs[name] = [d]
                     else:
                         found.append(d)
+                    if mutates:
+                        self.mutation(value, scopes, start)
+                    if find(_NEW, v0, v1) != -1:
+                        self.objects.add(name)
                 else:
-                    self.bind(target, "assign", value, scopes, s.start, s.group("type") if has_type else None)
-                # mutation(), unless the value calls a callee known to mutate nothing (a
-                # receiver's parenthesis, `(x).m(`, names no callee: only a method call on
-                # an object built in the code may define one)
-                v0, v1 = value
-                paren = find("(", v0, v1)
-                if paren != -1 and (mutators.get(text[v0:paren]) is not False or (paren == v0 and self.objects)):
-                    self.mutation(value, scopes, s.start)
-                if find(".", t0, t1) != -1:
-                    self.attribute_set(target, value, scopes, s.start)
-                elif find(_NEW, v0, v1) != -1 and identifier(text, t0, t1):
-                    self.objects.add(text[t0:t1])
+                    self.bind(target, "assign", value, scopes, start, annotation)
+                    if mutates:
+                        self.mutation(value, scopes, start)
+                    if find(".", t0, t1) != -1:
+                        self.attribute_set(target, value, scopes, start)
             elif k == "expr":
                 self.mutation(s.span_of("value"), scopes, s.start)
             elif k == "return":
