@@ -145,6 +145,29 @@ def test_the_scans_call_extents_agree_with_balanced_and_with_counting(text, gram
                 assert bracket_end(text, at, stop, dict(g.bracket_pairs), bracket_finder(g)) == close
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(list("(([[a\n]")), max_size=60), st.integers(0, 6), st.integers(0, 60),
+       st.integers(0, 60))
+def test_the_first_crowded_line_is_the_first_line_holding_more_openers_than_the_limit(text, limit, at, to):
+    """The scan leaves out lines nested past the expression limit; only a line holding more
+    openers than the limit can be one.  `_first_crowded` (counts over halved stretches)
+    names the first such line of a stretch, as a count line by line does."""
+    from codeparse.text.extract import _first_crowded
+
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    start = starts[at % len(starts)]
+    end = start + to % (len(text) - start + 1)
+    expected = None
+    for line_start in starts:
+        if start <= line_start < end:
+            line_end = text.find("\n", line_start, end)
+            line_end = end if line_end < 0 else line_end
+            if text.count("(", line_start, line_end) + text.count("[", line_start, line_end) > limit:
+                expected = line_start
+                break
+    assert _first_crowded(text, start, end, limit) == expected
+
+
 def _shape(node) -> tuple:
     """A tree as nested tuples: node type, spans and fields."""
     from codeparse.parse.expressions import Attr, Name

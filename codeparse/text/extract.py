@@ -25,7 +25,6 @@ is read (:mod:`codeparse.text.reader`):
 
 from __future__ import annotations
 
-import functools
 import re
 from bisect import bisect_left, bisect_right
 from typing import Any, Optional
@@ -114,11 +113,24 @@ def _deeper_than(text: str, start: int, end: int, limit: int) -> Optional[int]:
     return None
 
 
-@functools.cache
-def _crowded_line(limit: int):
-    """``search``: the start of the next line holding more than ``limit`` of the openers
-    :meth:`Extractor._bounded_references` counts (``(`` and ``[``)."""
-    return re.compile(r"(?m)^(?=(?:[^\n(\[]*+[(\[]){%d})" % (limit + 1)).search
+def _first_crowded(text: str, start: int, end: int, limit: int) -> Optional[int]:
+    """The start of the first line of ``text[start:end]`` (``start`` at a line's start)
+    holding more than ``limit`` of the openers :meth:`Extractor._reference_ranges` counts
+    (``(`` and ``[``), or None.  A stretch holding no more than ``limit`` holds no such
+    line; else it is halved at a line break and the halves asked in order (``str.count``
+    reads the text, not a Python loop per line)."""
+    count = text.count
+    if count("(", start, end) + count("[", start, end) <= limit:
+        return None
+    half = text.find("\n", (start + end) // 2, end)
+    if half < 0:
+        half = text.rfind("\n", start, (start + end) // 2)
+        if half < 0:
+            return start  # one line
+    found = _first_crowded(text, start, half, limit)
+    if found is None:
+        found = _first_crowded(text, half + 1, end, limit)
+    return found
 
 
 _MATCHERS: dict[int, tuple] = {}
@@ -529,11 +541,10 @@ class Extractor:
         return self._reference_ranges_lines(start, end)
 
     def _reference_ranges_lines(self, start: int, end: int):
-        """:meth:`_reference_ranges` line by line: one ``re`` search finds the next line
-        with more openers than the limit (only such a line can nest deeper)."""
+        """:meth:`_reference_ranges` line by line: :func:`_first_crowded` finds the next
+        line with more openers than the limit (only such a line can nest deeper)."""
         text = self.text
         limit = self.reader.max_depth
-        crowded = _crowded_line(limit)
         pos = start
         while pos < end:
             if pos == start:  # the first line, from the body's first statement on
@@ -544,10 +555,9 @@ class Extractor:
                     pos = line_end + 1
                     continue
             else:
-                m = crowded(text, pos, end)
-                if m is None:
+                line_start = _first_crowded(text, pos, end, limit)
+                if line_start is None:
                     break
-                line_start = m.start()
                 line_end = text.find("\n", line_start, end)
                 line_end = end if line_end == -1 else line_end
             deep = _deeper_than(text, line_start, line_end, limit)
@@ -608,14 +618,13 @@ class Extractor:
         getattr_paths: dict[tuple[int, int], str] = {}  # span of `getattr(obj, "n")` -> its path
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
-        def ref(path: str, at: int, to: int) -> dict:
+        def ref(path: str, at: int, to: int, line: int, before: int) -> dict:
+            """A reference on line ``line``, whose first character is at offset ``before + 1``."""
             found = ref_data.get(path)
             if found is None:
                 role, typ = declared(path)
                 found = ref_data[path] = (keep(path, path), role or "unknown", typ if typ is None else keep(typ, typ))
-            line = bisect_right(line_starts, at)  # a reference is on one line
-            line_start = line_starts[line - 1]
-            return _self_ref(*found, span_data(at, to, line, at - line_start + 1, line, to - line_start + 1))
+            return _self_ref(*found, span_data(at, to, line, at - before, line, to - before))
 
         def call_kind(callee: str, span: tuple[int, int]) -> Optional[tuple[str, Optional[str], str]]:
             if callee in intrinsics:
@@ -701,10 +710,12 @@ class Extractor:
                     if not base:
                         continue
                     pos = m.end(base_g)
+                    line = bisect_right(line_starts, at)  # a reference is on one line
+                    before = line_starts[line - 1] - 1
                     for attr in m.group(attr_g)[1:].split("."):
                         base = f"{base}.{attr}"
                         pos += 1 + len(attr)
-                        refs.append(ref(base, at, pos))
+                        refs.append(ref(base, at, pos, line, before))
                     continue
                 elif group == getattr_g:
                     # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
@@ -713,15 +724,17 @@ class Extractor:
                     base = name_path(head)
                     if base:
                         pos = obj_start + len(head)
+                        line = bisect_right(line_starts, obj_start)  # a reference is on one line
+                        before = line_starts[line - 1] - 1
                         for attr in chain:
                             base = f"{base}.{attr}"
                             pos += 1 + len(attr)
-                            refs.append(ref(base, obj_start, pos))
+                            refs.append(ref(base, obj_start, pos, line, before))
                         path = f"{base}.{unquote(m.group(name_g))}"
                         span = m.span()
                         if len(path) < _SHORT_PATH:
                             getattr_paths[span] = path
-                        refs.append(ref(path, *span))
+                        refs.append(ref(path, span[0], span[1], line, before))
                     continue
                 else:  # a string: skipped
                     continue
@@ -899,12 +912,13 @@ class _Walk:
         self.ifs: list[tuple[Stmt, int, tuple[Scope, ...]]] = []
         self.loops: list[dict] = []
         self.loop_tests: list[tuple[tuple[int, int], tuple[Scope, ...]]] = []  # test span, enclosing scopes
+        # Targets that are not one name (`a, b`, `self.x`): the scan reads no attribute
+        # chain inside them (one name holds no chain).
         self.target_spans: list[tuple[int, int]] = []
         self.objects: set[str] = set()  # names bound to an object built in the code (`T.__new__(T)`)
 
     def bind(self, span: tuple[int, int], kind: str, value, scopes, start: int, annotation=None) -> None:
         text = self.text
-        self.target_spans.append(span)
         if self._identifier(text, *span):  # one name, as most targets are
             name = text[span[0]:span[1]]
             found = self.facts.defs.get(name)
@@ -914,6 +928,7 @@ class _Walk:
             else:
                 found.append(d)
             return
+        self.target_spans.append(span)
         ex = self.ex
         items = ex.list_items(*span)
         if items is None:
@@ -1004,7 +1019,6 @@ class _Walk:
         text = self.text
         identifier = self._identifier
         defs = self.facts.defs
-        target_spans = self.target_spans
         mutators = self.ex._mutators
         find = text.find
         for s in stmts:
@@ -1028,7 +1042,6 @@ class _Walk:
                 paren = find("(", v0, v1)
                 mutates = paren != -1 and (mutators.get(text[v0:paren]) is not False or (paren == v0 and self.objects))
                 if identifier(text, t0, t1):  # one name, as most targets are: bind() inline
-                    target_spans.append(target)
                     name = text[t0:t1]
                     d = Definition(name, "assign", value, None, scopes, annotation, start)
                     found = defs.get(name)
