@@ -1,9 +1,8 @@
-"""What inference skips or remembers gives the answers a full reading gives.
+"""What inference skips gives the answers a full reading gives.
 
 Over every code text of ``fixtures/text`` (printed by torch): the definitions
 :meth:`~codeparse.infer.datadep.FunctionDataDependence.mutated_in_place` leaves unread (no
-in-place call can be in their text) hold no in-place write, and the paths
-:meth:`~codeparse.infer.names.Names.expr_path` remembers per node are those it finds again.
+in-place call can be in their text) hold no in-place write.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import pytest
 import codeparse
 from codeparse.infer import datadep
 from codeparse.infer.datadep import FunctionDataDependence
-from codeparse.parse.expressions import walk
 from codeparse.text import extract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,17 +54,3 @@ def test_the_definitions_left_unread_hold_no_in_place_write(inferences, monkeypa
         found += len(full)
     assert skipped > 1000  # most definitions are no in-place call
     assert found >= 7  # `running_mean.add_`, `torch.add_(num_batches_tracked, 1)`, `_set_item`...
-
-
-def test_an_expression_s_remembered_path_is_the_one_found_again(inferences):
-    asked = paths = 0
-    for inf in inferences:
-        names = inf.names
-        for span in names.value_spans():
-            for node in walk(inf.tree(span)):
-                first = names.expr_path(node)
-                again = names._expr_path(node, 0) if type(node).__name__ != "Name" else names.name_path(node.id)
-                assert first == again, inf.text[node.start:node.end]
-                asked += 1
-                paths += first is not None
-    assert asked > 10000 and paths > 1000

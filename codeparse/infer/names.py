@@ -54,7 +54,6 @@ class Names:
         self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
         self._locals: dict[tuple[int, int], bool] = {}  # `a.f` span -> is `a` a local receiver
         self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
-        self._expr_paths: dict[int, tuple[Expr, Optional[str]]] = {}  # id(node) -> (node, expr_path)
         self._mutated_in_loop: Optional[tuple[set[str], set[str]]] = None  # see mutated_in_loop
         self._carried: dict[tuple[str, int], tuple[Scope, ...]] = {}  # (name, use offset) -> carried
         if facts.self_name in facts.params:
@@ -160,18 +159,9 @@ class Names:
         return path
 
     def expr_path(self, node: Expr, depth: int = 0) -> Optional[str]:
-        """The path from ``self`` an expression reads, if it is one (asked from the top, the
-        answer for a node is remembered: the names it reads are resolved for good then)."""
+        """The path from ``self`` an expression reads, if it is one."""
         if isinstance(node, Name):
             return self.name_path(node.id, depth)
-        if depth:
-            return self._expr_path(node, depth)
-        found = self._expr_paths.get(id(node))
-        if found is None:
-            found = self._expr_paths[id(node)] = (node, self._expr_path(node, 0))  # the node kept: its id stays its own
-        return found[1]
-
-    def _expr_path(self, node: Expr, depth: int) -> Optional[str]:
         if isinstance(node, Attr):
             base = self.expr_path(node.value, depth)
             return _joined(base, node.attr)
