@@ -1,8 +1,10 @@
 """The parser: code text to a tree of statements, by indentation.
 
-Each physical line is split by the grammar's ``[lines].physical`` pattern into its
-indentation and text; the text is matched against the grammar's statement rules, first
-rule in file order wins: one match of the grammar's master pattern (an ``re``
+One ``finditer`` of the grammar's ``[lines].head`` pattern over the whole text gives
+each physical line that is not blank with its indentation, its first word and whether its
+brackets pair up on it (a grammar without that pattern reads them with its ``physical``,
+``blank`` and ``identifier`` patterns); the text is matched against the grammar's
+statement rules, first rule in file order wins: one match of the grammar's master pattern (an ``re``
 alternation of the rules, see :class:`codeparse.grammar.engine.Master`) names the rule, every
 match bounded to the statement's logical line.  A rule the master names by a looser
 ``classify`` pattern is then matched exactly: by its ``re`` form (recursion unrolled) where
@@ -167,10 +169,13 @@ class RepeatedMatch(_MatchView):
         self._m = match
         self._repeat = repeat
         self._stop = stop
-        self._found: dict[str, list[tuple[int, int]]] = {}
+        self._found: Optional[dict[str, list[tuple[int, int]]]] = None  # made when first asked
 
     def _all(self, name: str) -> list[tuple[int, int]]:
-        found = self._found.get(name)
+        known = self._found
+        if known is None:
+            known = self._found = {}
+        found = known.get(name)
         if found is None:
             m = self._m
             first = m.span(name)
@@ -184,7 +189,7 @@ class RepeatedMatch(_MatchView):
                     found.append(r.span(name))
                     pos = r.end()
                     r = more(text, pos, stop)
-            self._found[name] = found
+            known[name] = found
         return found
 
     def spans(self, name: Any = 0) -> list[tuple[int, int]]:
@@ -376,7 +381,7 @@ class _Reading:
 
 _READINGS: dict[int, _Reading] = {}
 # The groups of `[lines].head`, in order (the parser reads them by number).
-_HEAD_GROUPS = ("indent", "text", "blank", "word", "nested", "eol")
+_HEAD_GROUPS = ("indent", "word", "nested")
 
 
 class _PhysicalHead:
@@ -400,23 +405,20 @@ class _PhysicalHead:
         return self._spans[group][1]
 
     def group(self, group: int) -> Optional[str]:
-        return self._word  # the first word (group 4), the only group the parser reads
+        return self._word  # the first word (group 2), the only group the parser reads
 
 
 def _physical_heads(r: "_Reading", text: str):
-    """The physical lines of ``text`` as ``[lines].head`` would give them."""
+    """The physical lines of ``text`` that are not blank, as ``[lines].head`` gives them."""
     indent_group, text_group = r.indent, r.text
     blank, first_word, nested = r.blank, r.first_word, r.nested
-    none = (-1, -1)
     for line in r.physical_pattern.finditer(text):
-        indent, body, eol = line.span(indent_group), line.span(text_group), line.span("eol")
-        start, end = body
+        start, end = line.span(text_group)
         if blank(text, start, end):
-            yield _PhysicalHead((line.span(), indent, body, body, none, none, eol), None)
             continue
         word = first_word(text, start, end)
-        yield _PhysicalHead((line.span(), indent, body, none, word.span() if word else none,
-                             (start, nested(text, start, end).end()), eol), word.group() if word else None)
+        yield _PhysicalHead(((line.start(), end), line.span(indent_group), word.span() if word else (-1, -1),
+                             (start, nested(text, start, end).end())), word.group() if word else None)
 
 
 def _reading(grammar: Grammar) -> _Reading:
@@ -536,7 +538,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     # without reporting every line of it as an unexpected indent.
     recovering = -1
     size = len(text)
-    pos = 0
+    skip_to = 0  # lines that start before it belong to a statement read already
 
     def report(code: str, start: int, end: int, **args: object) -> None:
         diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
@@ -551,29 +553,21 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     generic_plan = r.generic_plan
     directs = r.directs
     new_stmt = object.__new__
-    # The physical lines, one `finditer` over the text; a statement that ends on a later
-    # line (a signature over several lines) moves `pos` there, and the lines before it
-    # are passed over.
+    # The physical lines that are not blank, one `finditer` over the text; a statement that
+    # ends on a later line (a signature over several lines) moves `skip_to` past that line,
+    # and the lines before it are passed over.
     for line in head(text):
-        start, next_pos = line.span()
-        if start < pos:
-            continue
-        if next_pos == pos:  # at the end of the text (the pattern matches the empty rest)
-            break
-        if line.start(3) >= 0:  # blank
-            pos = next_pos
+        start, text_end = line.span()
+        if start < skip_to:  # within a statement that began on an earlier line
             continue
         indent_end = line.end(1)
-        text_end = line.end(2)
-        column = indent_end - pos
+        column = indent_end - start
         if too_deep_column >= 0:
             if column > too_deep_column:
-                pos = next_pos
                 continue
             too_deep_column = -1
         if text_end - indent_end > max_len:
             report("CP105", indent_end, text_end, length=text_end - indent_end, limit=max_len)
-            pos = next_pos
             continue
 
         # Indentation decides which block the statement belongs to.
@@ -583,7 +577,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                     report("CP104", indent_end, text_end, limit=max_depth)
                     too_deep_column = top_column
                     pending = None
-                    pos = next_pos
                     continue
                 top = _Block(column, pending.body, pending)
                 stack.append(top)
@@ -598,20 +591,20 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                     stack.append(top)
                     top_column = column
                 else:
-                    report("CP102", pos, indent_end, expected=top_column + 1)
+                    report("CP102", start, indent_end, expected=top_column + 1)
             else:
                 while column < top.column:
                     stack.pop()
                     top = stack[-1]
                 top_column, top_stmts = top.column, top.stmts
                 if column != top_column:
-                    report("CP111", pos, indent_end, column=column + 1)
+                    report("CP111", start, indent_end, column=column + 1)
 
-        key = line.group(4)
+        key = line.group(2)
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.  A line
         # whose brackets nest (most lines) ends where it is.
-        nests = line.end(5) == text_end
+        nests = line.end(3) == text_end
         if nests:
             stop, even = text_end, True
         else:
@@ -644,7 +637,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                         break
             except TimeoutError:
                 report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
-                pos = next_pos
                 continue
         if m is None:
             report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
@@ -653,7 +645,6 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             m = None
         if m is None:
             recovering = column
-            pos = next_pos
             continue
         stmt = new_stmt(Stmt)  # Stmt(rule, m, indent_end, end, column, groups), without the call
         stmt.rule = rule
@@ -676,8 +667,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             pending = stmt
         else:
             stmt.body = _NO_BODY
-        # Continue after the line on which the statement ended.
-        pos = physical(text, end).end() if end > text_end else next_pos
+        if end > text_end:  # continue after the line on which the statement ended
+            skip_to = physical(text, end).end()
     if pending is not None and not pending.rule.empty_block:
         report("CP103", pending.start, pending.end, statement=pending.rule.name)
 
