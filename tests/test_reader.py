@@ -184,3 +184,145 @@ def test_counted_receiver_on_printed_method_calls():
     rs, re_, ms, me = receiver(text.index("(torch"))
     assert (text[rs:re_], text[ms:me]) == ("torch.cat([a, b], 1)", "view")  # a separator inside: `receiver` reads it
     assert receiver(text.index("(-1")) is None
+
+
+def _full(node) -> tuple:
+    """A tree as nested tuples: every field of every node, spans included."""
+    kind = type(node).__name__
+    if kind == "Name":
+        return (kind, node.id, node.start, node.end)
+    if kind == "Const":
+        return (kind, node.kind, node.text, node.start, node.end)
+    if kind == "Opaque":
+        return (kind, node.reason, node.start, node.end)
+    if kind == "Attr":
+        return (kind, _full(node.value), node.attr, node.start, node.end)
+    if kind == "CallExpr":
+        return (kind, _full(node.func), [_full(a) for a in node.args],
+                [(k, _full(v)) for k, v in node.keywords], node.start, node.end)
+    if kind == "Index":
+        return (kind, _full(node.value), [_full(a) for a in node.items], node.start, node.end)
+    assert kind == "Seq", kind
+    return (kind, node.kind, [_full(a) for a in node.items], node.start, node.end)
+
+
+def _reads_agree(text: str, grammar, spans) -> None:
+    """The reader (tokens first) gives, span by span, the tree and depth diagnostic that the
+    ``atom``/``trailer``/``items`` matches alone give."""
+    fast, general = ExpressionReader(text, grammar), ExpressionReader(text, grammar)
+    general._tokens = None
+    for start, end in spans:
+        assert _full(fast.read(start, end)) == _full(general.read(start, end)), text[start:end]
+    assert fast.too_deep == general.too_deep
+
+
+# Pieces of printed expressions, and of what is not one: names, keywords (with and without
+# spaces), numbers (`.5`, `1e-05`, `-inf`, `1.+2.j`), strings (adjacent, escaped, holding
+# brackets), brackets, separators, spaces, line breaks, operators the printer never writes.
+_PIECES = st.sampled_from([
+    "x", "self.a", "torch.add", "_1", "inf", "a.b.c", "dim=", "k = ", "1", "-2.5", ".5", "1e-05", "-inf",
+    "1.+2.j", "0x", '"s"', "'t'", '"a" "b"', '"(,"', '"x\\"]"', '"', "(", ")", "[", "]", "{", "}", ", ", ",",
+    " ", ".b", ".5", ":", ": ", "\n", "==", "+", "-", ".", "=",
+])
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=600, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=24), cut=st.integers(0, 3))
+def test_token_reads_agree_with_the_matches_on_random_text(grammar_id, pieces, cut):
+    """Any text, well-formed or not: the token read gives the matches' tree or leaves the
+    text to them."""
+    text = "".join(pieces)
+    _reads_agree(text, load_grammar(grammar_id), [(0, len(text)), (min(cut, len(text)), len(text))])
+
+
+_OPERAND = st.sampled_from(["x", "self.w", "_2", "1", "-1.5", "inf", '"a"', "'b'", '"(]"', '"p" "q"', "None"])
+
+
+def _expressions(inner):
+    """Calls (positional, keyword, trailing comma), indexes, attributes after brackets,
+    parentheses, tuples, lists and dicts of ``inner``."""
+    items = st.lists(st.tuples(st.sampled_from(["", "", "dim=", "k = "]), inner), max_size=4)
+    trailing = st.sampled_from(["", "", ", ", ","])
+
+    def join(pairs, tail, keywords=True):
+        return ", ".join((k if keywords else "") + v for k, v in pairs) + (tail if pairs else "")
+
+    return st.one_of(
+        st.builds(lambda f, a, t: f + "(" + join(a, t) + ")", st.sampled_from(["f", "torch.add", "(x).m"]), items, trailing),
+        st.builds(lambda v, a: v + "[" + join(a, "", False) + "]", inner, items),
+        st.builds(lambda v, attr: "(" + v + ")" + attr, inner, st.sampled_from(["", ".y", ".forward", ".a.b"])),
+        st.builds(lambda o, c, a, t: o + join(a, t, False) + c, st.sampled_from(["(", "[", "{"]),
+                  st.sampled_from([")", "]", "}"]), items, trailing),
+    )
+
+
+_EXPRESSIONS = st.recursive(_OPERAND, _expressions, max_leaves=16)
+
+
+@pytest.mark.parametrize("grammar_id", grammar_ids())
+@settings(max_examples=300, deadline=None)
+@given(text=_EXPRESSIONS, at=st.integers(0, 200), piece=_PIECES, action=st.sampled_from(["keep", "insert", "delete"]))
+def test_token_reads_agree_with_the_matches_on_expressions(grammar_id, text, at, piece, action):
+    """Printed expressions nested at random, kept or broken by one insertion or deletion
+    (closers that are not the opener's included)."""
+    at = at % (len(text) + 1)
+    if action == "insert":
+        text = text[:at] + piece + text[at:]
+    elif action == "delete":
+        text = text[:at] + text[at + len(piece):]
+    _reads_agree(text, load_grammar(grammar_id), [(0, len(text))])
+
+
+def test_token_reads_agree_with_the_matches_past_the_depth_limit():
+    """Nesting to the depth limit and past it: the same trees, and the same offset where
+    the limit was hit (CP106)."""
+    g = load_grammar("torchscript-v2")
+    limit = int(g.limits["max_expression_depth"])
+    for depth in (limit - 1, limit, limit + 1, limit + 5):
+        for opener, closer in (("f(", ")"), ("[", "]"), ("(", ")")):
+            text = opener * depth + "x" + closer * depth
+            _reads_agree(text, g, [(0, len(text))])
+
+
+def test_token_reads_agree_with_the_matches_on_every_read_of_the_fixtures(monkeypatch):
+    """Every expression parsing the fixture texts reads (conditions, definitions, receivers,
+    mutated arguments), in every grammar."""
+    from pathlib import Path
+
+    from codeparse import parse_text
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    texts = sorted(p.read_text(encoding="utf-8") for p in (root / "text").glob("*/*.code"))
+    texts += sorted(p.read_text(encoding="utf-8") for p in (root / "archive_code").glob("*.script/__torch__.py"))
+    reads: dict[str, list[tuple[int, int]]] = {}
+    read = ExpressionReader.read
+
+    def spy(self, start, end):
+        reads.setdefault(self.text, []).append((start, end))
+        return read(self, start, end)
+
+    monkeypatch.setattr(ExpressionReader, "read", spy)
+    for text in texts:
+        parse_text(text, as_dict=True)
+    monkeypatch.undo()
+    assert sum(map(len, reads.values())) > 5000
+    for grammar_id in grammar_ids():
+        g = load_grammar(grammar_id)
+        for text, spans in reads.items():
+            _reads_agree(text, g, spans)
+
+
+@pytest.mark.parametrize("text", [
+    "(x, )", "(x,)", "()", "(x)", "((x))", "((x), )", "f(a, )", "f(a=1, b)", "f(a, b=(c, ))", "f(dim=-1, )",
+    "x[0][1].y(z)", "(_1).forward(x, )", "(x).a.b[0]", "{}", "{a}", "{a, }", '{"a": 1}', "[]", "[a, [b, ()]]",
+    'getattr(self, "a,(b")', '"a" "b"', '"a"(b)', "f()()", "f(x)[0](y)", "1.+2.j", "-inf", "inf(x)",
+    "f(a==b)", "f(a.b=1)", "f(a=b=c)", "x[k=1]", "(k=1)", "f(k=)", "f( x)", "f(x )", "f(x ,y)", "(a]", "f(a]",
+    "g(f(a], b)", "x.5", "x .y", "1.real", "f(x))", "f(x", "x)", "x{}", "f(a, , b)", "f(, )", "-x", "a b",
+    "(g).more(n, ), x12", "f(\n  x)", "f(x,\n y)", "",
+])
+def test_token_reads_agree_with_the_matches_on_printed_and_broken_forms(text):
+    """Trailing commas, parentheses that make no tuple, keywords, closers that are not the
+    opener's, text the matches leave unread, line breaks: the same trees in every grammar."""
+    for grammar_id in grammar_ids():
+        _reads_agree(text, load_grammar(grammar_id), [(0, len(text))])

@@ -4,11 +4,20 @@ Statements are matched whole by the grammar; most expressions are never turned i
 trees (calls and attribute reads are found by one scan, see ``extract.py``).  Only
 conditions and the definitions they depend on are read here, on demand.
 
-The reader is the engine half of the grammar's ``[expression]`` section: it matches
-``atom`` at a position, then ``trailer`` repeatedly; inside brackets ``items`` (a
-recursive pattern, so the whole bracket is checked in one C-level match) gives the
-spans of the items, and each item is read in turn.  Depth is bounded by the
-grammar's ``max_expression_depth``; past it an :class:`Opaque` node stands for the rest.
+The reader is the engine half of the grammar's ``[expression]`` section.  Most text it
+reads is one well-formed expression of names, numbers, strings, brackets, separators and
+keywords: one ``findall`` of the grammar's ``tokens`` splits it, and the tree is built
+bottom-up from the tokens with a stack of the brackets open (:meth:`ExpressionReader._tree`),
+without a match per atom or a split per bracket.  Where the tokens do not make such an
+expression (a character no token takes, a closer that is not the opener's, text after an
+item, nesting as deep as the limit) the general reader below reads it; wherever the token
+read gives a tree, it is the one the general reader builds (property tests check both on
+random text, mutated expressions and every read of the fixtures).
+
+The general reader matches ``atom`` at a position, then ``trailer`` repeatedly; inside
+brackets ``items`` (a recursive pattern, so the whole bracket is checked in one C-level
+match) gives the spans of the items, and each item is read in turn.  Depth is bounded by
+the grammar's ``max_expression_depth``; past it an :class:`Opaque` node stands for the rest.
 
 Where the text read holds no line break (most of it), the items of a bracket are found
 by counting brackets and separators in one ``re`` pass (:func:`split_items`) that reads
@@ -115,6 +124,10 @@ _SPACE = " "
 # What separates the parts of the grammars' ``dotted`` fragment, as the ``attr`` trailer reads it.
 _ATTRIBUTE_DOT = "."
 FALLBACK = object()  # split_items cannot decide: match ``items``
+_SEQ_KINDS = {"paren": "tuple", "list": "list", "dict": "dict"}
+# What a token of the grammars' ``tokens`` is, by its first character (:func:`token_kinds`).
+_T_NAME, _T_NUMBER, _T_STRING, _T_OPEN, _T_CLOSE, _T_SEP, _T_DOT = range(7)
+_KEYWORD = "="  # ends a name token that starts a keyword argument
 
 
 def structure_finder(grammar: Grammar):
@@ -232,6 +245,68 @@ def split_list(text: str, start: int, end: int, finder, openers: dict):
     return spans
 
 
+def token_kinds(grammar: Grammar) -> Optional[tuple]:
+    """What :meth:`ExpressionReader._tree` reads from the grammar: the kind of a
+    token by its first character (ASCII: an identifier's first character (the grammar's
+    ``identifier``) starts a name, a quote a string, a dot attributes (or a number such as
+    ``.5``), the separator a separator, an opener or a closer itself; any other one starts
+    a number, as no other token of ``tokens`` does), each opener's closer, and what each
+    opener starts as an atom (``paren``, ``list``, ``dict``: the grammar's ``atom``) and
+    after an expression (``call``, ``index``, or nothing: its ``trailer``).  None where
+    the grammar has no ``tokens`` pattern."""
+    expression = grammar.expression
+    if "tokens" not in expression or "identifier" not in grammar.fragments or not grammar.bracket_pairs:
+        return None
+    identifier = grammar.fragments["identifier"].fullmatch
+    kinds: dict[str, int] = {}
+    for code in range(128):
+        ch = chr(code)
+        kinds[ch] = _T_NAME if identifier(ch) is not None else _T_NUMBER
+    for ch in grammar.string_quotes:
+        kinds[ch] = _T_STRING
+    kinds[_SEPARATOR] = _T_SEP
+    kinds[_ATTRIBUTE_DOT] = _T_DOT
+    closers, atoms, trailers = {}, {}, {}
+    for opener, closer in grammar.bracket_pairs:
+        kinds[opener], kinds[closer] = _T_OPEN, _T_CLOSE
+        closers[opener] = closer
+        atom = expression["atom"].fullmatch(opener)
+        trailer = expression["trailer"].fullmatch(opener)
+        if atom is None or atom.lastgroup not in _SEQ_KINDS:
+            return None
+        atoms[opener] = atom.lastgroup
+        if trailer is not None:
+            trailers[opener] = trailer.lastgroup
+    return kinds, closers, atoms, trailers
+
+
+def _dotted_name(text: str, start: int) -> Expr:
+    """The tree of a name or dotted name (``self.layer1.conv``) at ``start``, as an atom
+    and attribute trailers read it, split at its dots without a match per part."""
+    parts = text.split(_ATTRIBUTE_DOT)
+    cur = start + len(parts[0])
+    node: Expr = Name(parts[0], start, cur)
+    for attr in parts[1:]:
+        cur += 1 + len(attr)
+        node = Attr(node, attr, start, cur)
+    return node
+
+
+def _close(stack: list, trailing: bool, end: int) -> tuple[Expr, int, Optional[list]]:
+    """The node of the innermost open bracket of :meth:`ExpressionReader._tree`,
+    closed at ``end``, its start, and the bracket open around it."""
+    _closer, kind, start, base, items, keywords, _keyword = stack.pop()
+    if kind == "call":
+        node: Expr = CallExpr(base, items, keywords, start, end)
+    elif kind == "index":
+        node = Index(base, items, start, end)
+    elif kind == "paren" and len(items) == 1 and not trailing:
+        node = _reparent(items[0], start, end)
+    else:
+        node = Seq(_SEQ_KINDS[kind], items, start, end)
+    return node, start, (stack[-1] if stack else None)
+
+
 _MATCHERS: dict[int, tuple] = {}
 
 
@@ -255,7 +330,8 @@ def _matchers(grammar: Grammar) -> tuple:
         found = _MATCHERS[id(grammar)] = (grammar, (
             expression["atom"].match, expression["trailer"].match, expression["items"].match,
             expression["keyword"].match, *counting,
-            fragments["dotted"].fullmatch if "dotted" in fragments else None))
+            fragments["dotted"].fullmatch if "dotted" in fragments else None,
+            expression["tokens"].findall if "tokens" in expression else None, token_kinds(grammar)))
     return found[1]
 
 
@@ -268,7 +344,9 @@ class ExpressionReader:
         # `_quotes`: the quote characters that make `read` match `items` (none when the
         # counting finder reads strings itself).
         (self._atom, self._trailer, self._items, self._keyword, self._finder, self._openers, self._quotes,
-         self._dotted) = _matchers(grammar)
+         self._dotted, self._tokens, self._token_kinds) = _matchers(grammar)
+        if self._token_kinds is None:
+            self._tokens = None
         self.max_depth = int(grammar.limits["max_expression_depth"])
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
         self._counting = False  # the text being read is split by counting (no line break)
@@ -280,13 +358,12 @@ class ExpressionReader:
         if dotted is not None and dotted(text, start, end) is not None:
             # A name or a dotted name (`self.layer1.conv`), as an atom and attribute
             # trailers read it, without a match per part.
-            parts = text[start:end].split(_ATTRIBUTE_DOT)
-            cur = start + len(parts[0])
-            node: Expr = Name(parts[0], start, cur)
-            for attr in parts[1:]:
-                cur += 1 + len(attr)
-                node = Attr(node, attr, start, cur)
-            return node
+            return _dotted_name(text[start:end], start)
+        tokens = self._tokens
+        if tokens is not None:
+            node = self._tree(tokens(text, start, end), start, end)
+            if node is not None:
+                return node
         counting = self._finder is not None and text.find("\n", start, end) == -1
         if counting:
             for quote in self._quotes:
@@ -300,6 +377,125 @@ class ExpressionReader:
             self._counting = outer
         if stop != end:
             return Opaque("not an expression", start, end)
+        return node
+
+    def _tree(self, found: list[str], start: int, end: int) -> Optional[Expr]:
+        """The tree of ``text[start:end]`` from ``found``, the grammar's ``tokens`` there
+        (a ``findall``), built bottom-up with a stack of the brackets open; None where the
+        text is not one well-formed expression of names, numbers, strings, brackets,
+        attributes, separators and keywords (:meth:`_expr` then reads it, and says what is
+        wrong).
+
+        A token is known by its first character (:func:`token_kinds`) and placed by the
+        lengths of the tokens before it; where tokens leave a character out, the lengths do
+        not add up to the text's and the read declines.  Where it gives a tree, it is the one
+        :meth:`_expr` builds: an item is an atom and its trailers, items end at a separator
+        or a closer, a keyword starts an item of a call, a closer right after a separator is
+        a trailing comma; anything else (text :meth:`_expr` would leave unread, a closer that
+        is not the opener's, brackets left open, nesting as deep as the depth limit) declines."""
+        kinds, closers, atoms, trailers = self._token_kinds
+        stack: list[list] = []  # per open bracket: [closer, kind, start, base, items, keywords, keyword]
+        frame: Optional[list] = None  # the innermost open bracket
+        node: Optional[Expr] = None  # the expression read so far at this level (None: expecting one)
+        pos = start  # where that expression starts
+        at = start  # where the token starts
+        after_sep = False  # a separator ended the last item (a closer now is a trailing comma)
+        limit = self.max_depth
+        for tok in found:
+            kind = kinds.get(tok[0])
+            nxt = at + len(tok)
+            if node is None:  # expecting an operand, a keyword, or a closer
+                if kind is _T_NAME:
+                    last = tok[-1]
+                    trailer = trailers.get(last)
+                    if trailer is not None:
+                        tok = tok[:-1]
+                    elif last == _KEYWORD:
+                        if frame is None or frame[1] != "call" or frame[6] is not None or _ATTRIBUTE_DOT in tok:
+                            return None
+                        frame[6] = tok[:-1]
+                        at = nxt
+                        continue
+                    pos = at
+                    if _ATTRIBUTE_DOT in tok:
+                        node = _dotted_name(tok, at)
+                    else:
+                        node = Name(tok, at, at + len(tok))
+                    if trailer is not None:
+                        if len(stack) >= limit:
+                            return None
+                        frame = [closers[last], trailer, at, node, [], [], None]
+                        stack.append(frame)
+                        node = None
+                        after_sep = False
+                elif kind is _T_OPEN:
+                    if len(stack) >= limit:
+                        return None
+                    frame = [closers[tok], atoms[tok], at, None, [], [], None]
+                    stack.append(frame)
+                    after_sep = False
+                elif kind is _T_STRING:
+                    pos = at
+                    node = Const("string", tok, at, nxt)
+                elif kind is _T_NUMBER:
+                    pos = at
+                    node = Const("number", tok, at, nxt)
+                elif kind is _T_CLOSE:  # empty brackets, or a trailing comma
+                    if frame is None or frame[0] != tok or frame[6] is not None:
+                        return None
+                    if not after_sep and (frame[4] or frame[5]):
+                        return None
+                    node, pos, frame = _close(stack, after_sep, nxt)
+                    after_sep = False
+                else:
+                    return None
+            # After an expression: a trailer, or the end of the item.
+            elif kind is _T_SEP:
+                if frame is None:
+                    return None
+                if frame[6] is None:
+                    frame[4].append(node)
+                else:
+                    frame[5].append((frame[6], node))
+                    frame[6] = None
+                node = None
+                after_sep = True
+            elif kind is _T_CLOSE:
+                if frame is None or frame[0] != tok:
+                    return None
+                if frame[6] is None:
+                    frame[4].append(node)
+                else:
+                    frame[5].append((frame[6], node))
+                node, pos, frame = _close(stack, False, nxt)
+            elif kind is _T_DOT:
+                if kinds.get(tok[1]) is not _T_NAME:  # a number such as `.5`: no trailer
+                    return None
+                last = tok[-1]
+                trailer = trailers.get(last)
+                cur = at
+                for attr in (tok[1:-1] if trailer is not None else tok[1:]).split(_ATTRIBUTE_DOT):
+                    cur += 1 + len(attr)
+                    node = Attr(node, attr, pos, cur)
+                if trailer is not None:
+                    if len(stack) >= limit:
+                        return None
+                    frame = [closers[last], trailer, pos, node, [], [], None]
+                    stack.append(frame)
+                    node = None
+                    after_sep = False
+            elif kind is _T_OPEN and tok in trailers:
+                if len(stack) >= limit:
+                    return None
+                frame = [closers[tok], trailers[tok], pos, node, [], [], None]
+                stack.append(frame)
+                node = None
+                after_sep = False
+            else:
+                return None
+            at = nxt
+        if at != end or stack:
+            return None
         return node
 
     def _expr(self, pos: int, end: int, depth: int) -> tuple[Expr, int]:
@@ -328,8 +524,7 @@ class ExpressionReader:
                 node = items[0][0]  # a parenthesised expression, not a tuple
                 node = _reparent(node, pos, cur)
             else:
-                seq_kind = {"paren": "tuple", "list": "list", "dict": "dict"}[kind]
-                node = Seq(seq_kind, items[0], pos, cur)
+                node = Seq(_SEQ_KINDS[kind], items[0], pos, cur)
         trailers = self._trailer
         while cur < end:
             t = trailers(text, cur, end)
