@@ -5,7 +5,10 @@ trees (calls and attribute reads are found by one scan, see ``extract.py``).  On
 conditions and the definitions they depend on are read here, on demand.
 
 The reader is the engine half of the grammar's ``[expression]`` section.  Most text it
-reads is one well-formed expression of names, numbers, strings, brackets, separators and
+reads is a name, a dotted name (the grammar's ``dotted``: split at its dots) or a call whose
+arguments are names, numbers and strings (``flat_call``: one match gives the callee or the
+receiver and method, and the arguments; :meth:`ExpressionReader._flat`).  The rest is
+mostly one well-formed expression of names, numbers, strings, brackets, separators and
 keywords: one ``findall`` of the grammar's ``tokens`` splits it, and the tree is built
 bottom-up from the tokens with a stack of the brackets open (:meth:`ExpressionReader._tree`),
 without a match per atom or a split per bracket.  Where the tokens do not make such an
@@ -25,9 +28,7 @@ each string literal whole with the grammar's ``string_item`` fragment (the gramm
 ``[lines].string_quotes`` and ``bracket_pairs`` say which characters those are); it gives
 what ``items`` gives on such text (property tests check it against the pattern of every
 grammar, with and without strings).  Elsewhere, and where a quote starts no string,
-``items`` is matched (a ``regex`` pattern: some ten times slower).  A name or dotted name
-(the grammar's ``dotted`` fragment, which most reads are) is split at its dots without a
-match per part.
+``items`` is matched (a ``regex`` pattern: some ten times slower).
 """
 
 from __future__ import annotations
@@ -307,6 +308,30 @@ def _close(stack: list, trailing: bool, end: int) -> tuple[Expr, int, Optional[l
     return node, start, (stack[-1] if stack else None)
 
 
+# The groups of the grammars' ``flat_call``, in order (:meth:`ExpressionReader._flat` reads them so).
+_FLAT_GROUPS = ("callee", "receiver", "method", "keyword1", "operand1", "sep1", "keyword2", "operand2", "sep2",
+                "keyword3", "operand3", "sep3", "more")
+
+
+def _flat_call(expression) -> Optional[object]:
+    """``fullmatch`` of the grammar's ``flat_call``; None where it has none, or where its
+    groups are not :data:`_FLAT_GROUPS` in that order."""
+    if "flat_call" not in expression or "flat_argument" not in expression:
+        return None
+    pattern, argument = expression["flat_call"], expression["flat_argument"]
+    if _group_names(pattern) != _FLAT_GROUPS or _group_names(argument) != ("keyword", "operand", "sep"):
+        return None
+    return pattern.fullmatch
+
+
+def _group_names(pattern) -> tuple:
+    """The names of a pattern's groups in their order (None for an unnamed one)."""
+    names: list = [None] * pattern.groups
+    for name, index in pattern.groupindex.items():
+        names[index - 1] = name
+    return tuple(names)
+
+
 _MATCHERS: dict[int, tuple] = {}
 
 
@@ -331,7 +356,9 @@ def _matchers(grammar: Grammar) -> tuple:
             expression["atom"].match, expression["trailer"].match, expression["items"].match,
             expression["keyword"].match, *counting,
             fragments["dotted"].fullmatch if "dotted" in fragments else None,
-            expression["tokens"].findall if "tokens" in expression else None, token_kinds(grammar)))
+            expression["tokens"].findall if "tokens" in expression else None, token_kinds(grammar),
+            _flat_call(expression),
+            expression["flat_argument"].findall if "flat_argument" in expression else None))
     return found[1]
 
 
@@ -344,21 +371,37 @@ class ExpressionReader:
         # `_quotes`: the quote characters that make `read` match `items` (none when the
         # counting finder reads strings itself).
         (self._atom, self._trailer, self._items, self._keyword, self._finder, self._openers, self._quotes,
-         self._dotted, self._tokens, self._token_kinds) = _matchers(grammar)
+         self._dotted, self._tokens, self._token_kinds, self._flat_call, self._flat_arguments) = _matchers(grammar)
         if self._token_kinds is None:
             self._tokens = None
         self.max_depth = int(grammar.limits["max_expression_depth"])
+        if self._flat_arguments is None or self._token_kinds is None or self.max_depth < 1:
+            self._flat_call = None  # (arguments are one level deep)
+        # The closers: text that ends with one is no name, text that ends with none no call
+        # (which of the two is tried first: each only takes what it reads exactly).
+        self._closers = frozenset(closer for _opener, closer in grammar.bracket_pairs)
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
         self._counting = False  # the text being read is split by counting (no line break)
 
     def read(self, start: int, end: int) -> Expr:
         """The expression that spans exactly ``text[start:end]``."""
         text = self.text
-        dotted = self._dotted
-        if dotted is not None and dotted(text, start, end) is not None:
-            # A name or a dotted name (`self.layer1.conv`), as an atom and attribute
-            # trailers read it, without a match per part.
-            return _dotted_name(text[start:end], start)
+        if text[end - 1:end] in self._closers:
+            # Perhaps a call of names, numbers and strings (no name ends with a closer).
+            flat = self._flat_call
+            if flat is not None:
+                m = flat(text, start, end)
+                if m is not None:
+                    node = self._flat(m, start, end)
+                    if node is not None:
+                        return node
+        else:
+            dotted = self._dotted
+            if dotted is not None and dotted(text, start, end) is not None:
+                # A name or a dotted name (`self.layer1.conv`), as an atom and attribute
+                # trailers read it, without a match per part.
+                name = text[start:end]
+                return Name(name, start, end) if _ATTRIBUTE_DOT not in name else _dotted_name(name, start)
         tokens = self._tokens
         if tokens is not None:
             node = self._tree(tokens(text, start, end), start, end)
@@ -378,6 +421,55 @@ class ExpressionReader:
         if stop != end:
             return Opaque("not an expression", start, end)
         return node
+
+    def _flat(self, m, start: int, end: int) -> Optional[CallExpr]:
+        """The tree of a call whose arguments are names, numbers and strings (the grammar's
+        ``flat_call``, matched by ``m`` on ``text[start:end]``): its callee, or its receiver
+        in parentheses and the method's name; the arguments in the match's groups (beyond
+        three, ``flat_argument`` reads the rest), each placed by the lengths before it."""
+        (callee, receiver, method, keyword1, operand1, sep1, keyword2, operand2, sep2, keyword3, operand3, sep3,
+         more) = m.groups()
+        if callee is not None:
+            at = start + len(callee)
+            func = _dotted_name(callee, start) if _ATTRIBUTE_DOT in callee else Name(callee, start, at)
+        else:  # `(recv).method(`: the receiver's node spans its parentheses
+            at = start + len(receiver) + 2
+            func = Name(receiver, start, at)
+            for attr in method[1:].split(_ATTRIBUTE_DOT):
+                at += 1 + len(attr)
+                func = Attr(func, attr, start, at)
+        items: list[Expr] = []
+        keywords: list[tuple[str, Expr]] = []
+        if operand1 is None:  # no argument
+            return CallExpr(func, items, keywords, start, end)
+        at += 1
+        kinds = self._token_kinds[0]
+        arguments = ((keyword1, operand1, sep1), (keyword2, operand2, sep2), (keyword3, operand3, sep3))
+        if more:
+            arguments += tuple(self._flat_arguments(self.text, end - 1 - len(more), end - 1))
+        for keyword, operand, sep in arguments:
+            if operand is None:
+                break
+            if keyword:
+                at += len(keyword)
+            stop = at + len(operand)
+            kind = kinds.get(operand[0])
+            if kind is _T_NAME:
+                node = _dotted_name(operand, at) if _ATTRIBUTE_DOT in operand else Name(operand, at, stop)
+            elif kind is _T_STRING:
+                node = Const("string", operand, at, stop)
+            elif kind is _T_NUMBER:
+                node = Const("number", operand, at, stop)
+            else:  # a character token_kinds does not know: the tokens or the matches read it
+                return None
+            if keyword:
+                keywords.append((keyword[:-1], node))
+            else:
+                items.append(node)
+            if sep is None:
+                break
+            at = stop + len(sep)
+        return CallExpr(func, items, keywords, start, end)
 
     def _tree(self, found: list[str], start: int, end: int) -> Optional[Expr]:
         """The tree of ``text[start:end]`` from ``found``, the grammar's ``tokens`` there
