@@ -335,12 +335,14 @@ def budget_note(after: dict) -> str:
         f"answering conditions {stage['conditions']:.2f}×, the statement layer {stage['statements']:.2f}×, the call "
         f"and reference scan {stage['scan']:.2f}×, walking definitions {stage['walk']:.2f}×, and {rest:.2f}× for the "
         "rest (reading and decoding the file, detecting the grammar, class declarations, spans, data dependence, "
-        "the plain records).  The statement layer alone makes four to five C-level matches per physical line "
-        "(the line, blank, first word, bracket nesting, the master pattern) and builds a statement object and "
-        "the block stack in Python; the scan walks each function's body a second time.  What reaches the target, "
-        "as measured on a standalone prototype of the same answers: one `re.finditer` over the whole text for "
-        "statements and tokens together, statements as offsets, expressions read without trees, sources as int "
-        "bitsets: a change of the data the extraction and inference stages share, not a tuning of either."
+        "the plain records).  The statement layer reads a line's indentation, first word and bracket nesting in "
+        "one match (`[lines].head`) and its rule in a second, then builds a statement object holding its match "
+        "and the block stack in Python; the scan goes over each function's body a second time; answering "
+        "conditions reads expression trees and unions source sets.  What reaches the target, as measured on a "
+        "standalone prototype of the same answers: one `re.finditer` over the whole text for statements and "
+        "tokens together, statements as offsets (no match object kept per statement), expressions read without "
+        "trees, sources as int bitsets: a change of the data the extraction and inference stages share, not a "
+        "tuning of either."
     )
 
 
