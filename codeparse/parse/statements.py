@@ -324,7 +324,7 @@ class _Reading:
     (a file of two lines paid as much for the lookups as for its lines)."""
 
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
-                 "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic", "masters",
+                 "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic",
                  "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan", "directs")
 
     def __init__(self, grammar: Grammar):
@@ -342,7 +342,6 @@ class _Reading:
         self.first_word = grammar.fragments["identifier"].match
         self.by_keyword = grammar.rules_by_keyword
         self.generic = grammar.generic_rules
-        self.masters = grammar.masters  # keyword -> its master pattern (kept by the grammar)
         self.generic_master = grammar.master(None)
         self.exacts: dict = {}  # rule -> its `fast` pattern and its `plain` one (or None), compiled
         # `[lines].nested_strings` (optional): a line with strings whose brackets nest shallow.
