@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pydantic import BaseModel
@@ -166,6 +166,54 @@ def test_the_first_crowded_line_is_the_first_line_holding_more_openers_than_the_
                 expected = line_start
                 break
     assert _first_crowded(text, start, end, limit) == expected
+
+
+def _references(pattern, text: str, start: int, end: int) -> list[tuple]:
+    """The references a scan pattern finds in ``text[start:end]``: the group that closed
+    last and the span of every group (strings, `skip` and `end` left out: the scan skips
+    them), without the whole match's span (`references_run` passes text over inside it)."""
+    names = {number: name for name, number in pattern.groupindex.items()}
+    found = []
+    for m in pattern.finditer(text, start, end):
+        if names[m.lastindex] in ("string", "skip", "end"):
+            continue
+        found.append((names[m.lastindex], tuple(m.span(name) for name in sorted(pattern.groupindex)
+                                                if name not in ("string", "skip", "end"))))
+    return found
+
+
+def _run_agrees(text: str, start: int, end: int) -> None:
+    from codeparse.grammar.engine import load_grammar
+
+    for grammar_id in ("torchscript-v2", "torchscript-v1.3", "torchscript-v1.0"):
+        scan = load_grammar(grammar_id).scan
+        assert _references(scan["references_run"], text, start, end) == \
+            _references(scan["references"], text, start, end)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(list("()[]{}ab_1.m, \n\"'\\") + ["getattr(", "getattr(a, \"b\")", ").m(", "x.y"]),
+                max_size=40).map("".join), st.integers(0, 80), st.integers(0, 80))
+@example('.getattr(a, "b") 1getattr(a, "b")', 0, 99)  # `getattr(` where no call starts
+@example("x.(a).m(b) ().m(c) ((d)).m(e) (f, g).m(h)", 0, 99)  # parentheses that start no receiver
+@example('x = "(a).m(" + b_1.c(d)\n  e', 0, 99)
+def test_the_scans_run_pattern_finds_what_references_finds_on_random_text(text, at, to):
+    """`[scan].references_run` passes the text between references over inside its match;
+    it finds the same references, with the same groups, as `references` (which starts a
+    match at every character), in every grammar, from any start to any end."""
+    start = at % (len(text) + 1)
+    _run_agrees(text, start, min(len(text), max(start, to)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_the_scans_run_pattern_finds_what_references_finds_on_mutated_fixtures(text):
+    _run_agrees(text, 0, len(text))
+
+
+def test_the_scans_run_pattern_finds_what_references_finds_on_every_fixture_text():
+    for text in SOURCES:
+        _run_agrees(text, 0, len(text))
 
 
 def _shape(node) -> tuple:

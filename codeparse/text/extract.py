@@ -13,9 +13,9 @@ is read (:mod:`codeparse.text.reader`):
   scopes that enclose it, and the function's :class:`~codeparse.infer.conditions.Inference`
   and :class:`~codeparse.infer.callees.Callee` are made.
 * :meth:`Extractor.finish` scans each function body left to right for calls and attribute
-  reads with one ``finditer`` of the grammar's ``[scan].references`` (strings matched first
-  and so skipped; no expression tree): a call's extent is counted from its parenthesis to
-  the closer on its line (:func:`~codeparse.parse.statements.nesting`, the grammar's
+  reads with one ``finditer`` of the grammar's ``[scan].references_run`` (one match per
+  reference, the text between passed over inside it, strings too; no expression tree): a
+  call's extent is counted from its parenthesis to the closer on its line (:func:`~codeparse.parse.statements.nesting`, the grammar's
   ``balanced`` where a string follows), a method call's receiver ``(recv).m(`` found the
   same way (the grammar's ``receiver`` where counting cannot decide).  Then each if's and
   loop's condition is answered by :mod:`codeparse.infer` (which reads the expressions it
@@ -140,21 +140,25 @@ _MATCHERS: dict[int, tuple] = {}
 # `receiver` at every `paren`.
 _SCAN_GROUPS = ("call_open", "attr_chain", "recv", "paren", "getattr", "receiver", "method", "callee", "attr_base",
                 "getattr_obj", "getattr_name", "call", "method_call")
+# The scan's pattern: `[scan].references_run` (what lies between two references passed
+# over inside one match), or `references` where a grammar has no `references_run` (the
+# same references and groups, one match started at every character).
+_SCAN_PATTERNS = ("references_run", "references")
 
 
 def _matchers(grammar: Grammar) -> tuple:
     """What an :class:`Extractor` reads from its grammar, looked up once per grammar (an
-    extractor is made per text): the ``[scan].references`` finditer, the string quotes,
+    extractor is made per text): the scan's finditer (:data:`_SCAN_PATTERNS`), the string quotes,
     the bracket finder, :func:`nesting`, closers by opener, the ``param``, ``expr_items``
     and ``identifier`` full matchers, :func:`structure_finder`'s answer (brackets and
     separators: :meth:`Extractor.list_items`), and the numbers of the groups of
-    ``[scan].references`` that :meth:`Extractor._scan` dispatches on."""
+    the scan's pattern that :meth:`Extractor._scan` dispatches on."""
     found = _MATCHERS.get(id(grammar))
     if found is None or found[0] is not grammar:
         if len(_MATCHERS) >= 64:  # grammars loaded from files by tests: bounded
             _MATCHERS.clear()
         frag = grammar.fragments
-        references = grammar.scan["references"]
+        references = grammar.scan[next(name for name in _SCAN_PATTERNS if name in grammar.scan)]
         found = _MATCHERS[id(grammar)] = (grammar, (
             references.finditer, grammar.string_quotes, bracket_finder(grammar), nesting(grammar),
             dict(grammar.bracket_pairs), frag["param"].fullmatch, frag["expr_items"].fullmatch,
@@ -574,8 +578,8 @@ class Extractor:
     def _scan(self, start: int, end: int, inference: Inference, targets: list[tuple[int, int]]):
         """Calls and self references in ``text[start:end]``, in textual order.
 
-        One ``re`` pass of ``[scan].references``, dispatched on the number of the group
-        that closed last.  At a parenthesis that may start a receiver, ``(recv).m(``,
+        One ``re`` pass of ``[scan].references_run``, dispatched on the number of the group
+        that closed last (a reference's start read from its groups).  At a parenthesis that may start a receiver, ``(recv).m(``,
         brackets are counted on its line (:meth:`_receiver_finder`).  A call's span comes
         from :meth:`_call_spans`.  What a function repeats is answered once: a callee's
         kind and target, a receiver's path, a path's declared role and type.
@@ -668,11 +672,11 @@ class Extractor:
                         found = call_kinds[callee] = call_kind(callee, m.span(callee_g))
                     if found is None:
                         continue
-                    at, open_pos = m.span()
-                    open_pos -= 1
+                    at = m.start(callee_g)
+                    open_pos = m.end(group) - 1
                     close = -1 if spanned else m.end(extent_g)
                 elif group == recv_g or group == paren_g:
-                    at = m.start()
+                    at = m.start(group)
                     close = -1
                     if group == recv_g:
                         rs, re_ = m.span(receiver_g)
@@ -701,7 +705,7 @@ class Extractor:
                         found = method_calls[callee] = (*receiver_kind(rs, re_), keep(method, method),
                                                         keep(callee, callee))
                 elif group == attr_g:
-                    at = m.start()
+                    at = m.start(base_g)
                     if target_starts:
                         i = bisect_left(target_starts, (at + 1,)) - 1
                         if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
@@ -731,12 +735,12 @@ class Extractor:
                             pos += 1 + len(attr)
                             refs.append(ref(base, obj_start, pos, line, before))
                         path = f"{base}.{unquote(m.group(name_g))}"
-                        span = m.span()
+                        span = m.span(getattr_g)
                         if len(path) < _SHORT_PATH:
                             getattr_paths[span] = path
                         refs.append(ref(path, span[0], span[1], line, before))
                     continue
-                else:  # a string: skipped
+                else:  # a string (`references`), or text passed over (`skip`, `end`)
                     continue
                 # A call, `callee(` or `(recv).method(`, from `at` to the closer of its
                 # parenthesis at `open_pos`: `close` when the pattern read it (on one line).

@@ -17,7 +17,7 @@ Every code text takes the same four steps, each a function here, in this order:
    (:class:`codeparse.infer.callees.Callee`), so that a call into a function later in
    the text, or in another file of an archive, can be followed before any condition is read.
 4. **Finish** (:func:`finish_file`): the extractor scans each body for calls and ``self``
-   references (one ``finditer`` of the grammar's ``[scan].references``), answers each
+   references (one ``finditer`` of the grammar's ``[scan].references_run``), answers each
    if's and loop's condition (:mod:`codeparse.infer`), and the file's plain data is
    assembled with its diagnostics in text order: the dict of ``parse_text(as_dict=True)``,
    or the :class:`CodeFile` built from it.
