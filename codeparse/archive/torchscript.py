@@ -290,6 +290,7 @@ class OpenedArchive:
                                                   registry=registry)
             self._functions = registry.get("functions")
             self._prepared = registry.get("prepared")
+            self._release = registry.get("release")
             self._files = [_placeholder_plain(cf) for cf in files]
             self.findings.extend(parse_findings)
         return self._files
@@ -349,6 +350,15 @@ class OpenedArchive:
         once :attr:`files` is read; None for a model.json archive or an unknown name."""
         functions = getattr(self, "_functions", None)
         return functions.get(qualified) if functions is not None else None
+
+    def release(self) -> None:
+        """Free the program's inference (:func:`codeparse.text.program.parse_program`'s
+        ``registry["release"]``) once no caller asks :meth:`callee` any more: refcounting
+        frees it then, not the cyclic collector.  :meth:`callee` answers None after."""
+        release = getattr(self, "_release", None)
+        self._release = self._functions = None
+        if release is not None:
+            release()
 
     def code_text(self, display: str) -> Optional[str]:
         """The text of one code file, as its spans index it (None for a model.json archive,

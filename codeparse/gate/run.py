@@ -232,7 +232,11 @@ def _code_read(path: str, policy: Limits, data: Optional[bytes]) -> tuple[Checke
                                  limit=policy.max_entry_bytes)
         found = plain_finding(finding) if finding else _whole(exc.code, path, reason=exc.message)
         return Checked("code", False, [found]), None
-    return _code_checked(path, policy, code_file, functions.callees.get), code_file
+    checked = _code_checked(path, policy, code_file, functions.callees.get)
+    for callee in functions.callees.values():  # asked no more: freed by refcounts, not the collector
+        callee.inference.release()
+    functions.callees.clear()
+    return checked, code_file
 
 
 def _code_checked(path: str, policy: Limits, code_file: dict, callee: Optional[Callable[[str], Any]] = None) -> Checked:
@@ -322,6 +326,7 @@ def _archive_checked(opened: Any, policy: Any, cache: Any) -> tuple[Checked, Any
     from ..rules.saved import saved_branches
 
     program, analysis = _program(opened, cache)
+    opened.release()  # nothing below follows a call: the inference is freed now, by refcounts
     # Branches on module state that the saved values decide say so (after the content
     # cache, whose key does not cover data.pkl).
     per_file = _located(opened, saved_branches(program["per_file"], opened.saved_values), policy)
@@ -347,6 +352,7 @@ def _archive_export_checked(opened: Any, policy: Any) -> tuple[Checked, Any]:
     found, verdict = archive_export_data(files, analysis.reachable, archive_locate(offset_map, opened.origins),
                                          opened.traced, analysis, opened.code_text, opened.saved_values,
                                          opened.callee)
+    opened.release()
     per_file = _located(opened, ((cf["path"], analysis.file_findings(cf["path"])) for cf in files), policy)
     head = opened.findings + opened.debug_findings() + opened.tail_findings()
     findings = _with_export(_head_findings(head, policy) + per_file, found, [cf["path"] for cf in files])

@@ -356,7 +356,9 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     (``registry["functions"].get(qualified)``: a function's callee, its inference, parsing
     its file on first use when the cache gave the file) and ``registry["prepared"](path)``:
     an entry's classified statements (:class:`codeparse.text.reader.Prepared`), or None
-    where the cache gave its declarations and nothing read it since.
+    where the cache gave its declarations and nothing read it since, and
+    ``registry["release"]()``: frees the functions' inference once the caller asks no more
+    (they hold reference cycles; without a registry they are freed before this returns).
     """
     from ..contract.errors import InputError
     from .reader import declarations, decode_code, finish_file, module_name_for, prepare_text, start_file
@@ -437,11 +439,29 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
         cache.put_parse(item["key"], consulted, stored)
         files.append(cf)
     found = [findings[p] for p, _ in entries if p in findings]
+    if registry is None:
+        _release(items, functions)
+    else:
+        registry["release"] = lambda: _release(items, functions)
     if as_dict:
         return files, found
     from ..contract.build import code_file_from_plain
 
     return [code_file_from_plain(cf) for cf in files], found
+
+
+def _release(items: list[dict], functions: _Functions) -> None:
+    """Free the inference of every file walked (:meth:`codeparse.text.extract.Extractor.release`)
+    and the program's callee table without the cyclic collector: for a program no one asks
+    again (nothing follows its calls once every file is finished)."""
+    for item in items:
+        started = item["started"]
+        if started is not None and started is not True:
+            started.extractor.release()
+        item["started"] = None  # its functions' data (the caller may keep the items)
+    functions.callees.clear()
+    functions.defined_in = {}  # a lookup after this finds nothing
+    functions._start = None  # its closure holds the table: a cycle
 
 
 class Analysis:
