@@ -699,6 +699,7 @@ def check_data(paths: Sequence[str | os.PathLike], policy: Optional[Limits] = No
             for index in todo:
                 path, problem = inputs[index]
                 done(index, _check_safely(path, policy, problem, stdin if path == "-" else None, scan_only, cache))
+                budget.input_done()
     return make_report_data(adjust(reports, policy), policy)
 
 

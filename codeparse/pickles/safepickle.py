@@ -84,6 +84,11 @@ class BoundedUnpickler(_Unpickler):
                 dispatch[key[0]](self)
         except _Stop as stop:
             return stop.value
+        finally:  # what it built, dropped with it (a find_class closure it memoized holds it: a cycle)
+            self.memo = {}
+            self.stack = []
+            self.metastack = []
+            self.append = None
 
     def _memo_put(self, index: int) -> None:
         if index < 0 or index > self.built:
