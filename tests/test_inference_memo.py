@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import codeparse
-from codeparse.infer import datadep
+from codeparse.infer import datadep, memo
 from codeparse.infer.datadep import FunctionDataDependence
 from codeparse.text import extract
 
@@ -54,3 +54,44 @@ def test_the_definitions_left_unread_hold_no_in_place_write(inferences, monkeypa
         found += len(full)
     assert skipped > 1000  # most definitions are no in-place call
     assert found >= 7  # `running_mean.add_`, `torch.add_(num_batches_tracked, 1)`, `_set_item`...
+
+
+def _loop_variants() -> list[str]:
+    """Texts with loop-carried cycles of several lengths and shapes, made from the deep
+    loop fixture (printed by torch): its chain of layers cut to ``n`` links, with the if
+    around the carried value kept, its marking operator changed, or the if left out."""
+    text = (ROOT / "fixtures" / "text" / "deep_loop_fits" / "script.code").read_text()
+    lines = text.splitlines(keepends=True)
+    head = [line for line in lines if not line.lstrip().startswith(("_", "x"))]
+    out = []
+    for n in (1, 2, 3, 7, 40):
+        body = [f'    _{i} = getattr(layers, "{i}")\n' for i in range(n)]
+        body += [f"    x{i + 1} = (_{i}).forward(x{i}, )\n" for i in range(n)]
+        tail = [f"    if torch.gt(torch.size(x{n}, 0), 1):\n", f"      x{n + 1} = torch.sub(x{n}, 1)\n",
+                "    else:\n", f"      x{n + 1} = x{n}\n", f"    x0 = x{n + 1}\n", "  return x0\n"]
+        start = head.index("    layers = self.layers\n") + 1
+        base = "".join(head[:start] + body + tail)
+        out.append(base)
+        out.append(base.replace(f"torch.size(x{n}, 0)", f"torch.sum(x{n})"))
+        out.append(base.replace(f"    if torch.gt(torch.size(x{n}, 0), 1):\n      x{n + 1} = torch.sub(x{n}, 1)\n"
+                                f"    else:\n      x{n + 1} = x{n}\n", f"    x{n + 1} = torch.sub(x{n}, int(x{n}))\n"
+                                f"    if bool(torch.gt(x{n + 1}, 0)):\n      x{n + 1} = x0\n"))
+    return out
+
+
+def test_cycles_settle_from_their_walk_as_from_nothing(monkeypatch):
+    """A cycle's named sources settle from what the walk gave (less what rule 2 may have
+    added) to what they settle to from nothing: every fixture text, and loops carrying a
+    value round cycles of several lengths, with rule 2 inside the cycle or not."""
+    texts = [path.read_text() for path in TEXTS] + _loop_variants()
+    assert sum("for " in text or "while " in text for text in texts) > 40
+    settled = []
+    real = memo.Memo._settle_named
+    monkeypatch.setattr(memo.Memo, "_settle_named", lambda self, *a: settled.append(a) or real(self, *a))
+    warm = [codeparse.parse_text(text, as_dict=True) for text in texts]
+    assert len(settled) > 50  # cycles met
+    monkeypatch.setattr(memo, "WARM_START", False)
+    cold = [codeparse.parse_text(text, as_dict=True) for text in texts]
+    assert warm == cold
+    kinds = {if_["condition"]["kind"] for cf in warm[-15:] for fn in cf["functions"] for if_ in fn["ifs"]}
+    assert {"tensor_shape", "tensor_value"} <= kinds

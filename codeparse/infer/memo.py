@@ -7,8 +7,9 @@ entries its computation reaches), walked depth-first with Tarjan's low-link book
 (:class:`Memo`, one per function).  An entry read while its component is still open (a
 cycle of definitions: a loop-carried value, a local reassigned in both branches of ifs)
 gives its result so far; when the component closes, its entries are computed again
-against each other's results until none changes (a fixpoint: results only grow), then
-memoized together; an entry none of whose open reads changed since it was last computed
+against each other's results until none changes (a fixpoint: results only grow; the
+rounds start from what the walk gave, less what rule 2 may have added), then memoized
+together; an entry none of whose open reads changed since it was last computed
 is passed over in a round (each entry records the open entries it read), and of the two
 settlings (named sources first, then rule 2 applied, see :meth:`Memo._close`) the second
 computes again only the entries that held rule 2 back and what reads them.  So every
@@ -37,10 +38,13 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from .sources import EMPTY
+from .sources import EMPTY, named_part
 
 DEEP = 80  # memo entries on the stack (all functions together) before a visit is resumed deeper
 _MAX_ROUNDS = 64  # rounds of a cycle's fixpoint (results only grow; a few rounds settle it)
+# A cycle's named sources settle from what its walk gave (see Memo._settle_named); off
+# (from nothing) only to check that both give the same (tests/test_inference_memo.py).
+WARM_START = True
 
 nesting = [0]  # memo entries being computed, in every Memo of the process
 
@@ -181,6 +185,7 @@ class Memo:
         self._low = 0
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
         self.held_back = False  # a visit held rule 2 back (set by the visits while named_only)
+        self._settled = True  # whether the last _settle reached a fixpoint within _MAX_ROUNDS
         # What a walk deep through these entries would compute first deep in the stack,
         # computed ahead by drive the first time such a walk stops (see drive).
         self.warm: Optional[Callable[[], None]] = None
@@ -266,13 +271,11 @@ class Memo:
         if len(members) > 1 or root in self._reread:
             # Rule 2's operand source ("nothing beneath is a named source") is no monotone
             # function: read from a result still incomplete, it would keep itself alive
-            # around the cycle.  So the named sources settle first, from nothing; then the
-            # rule applies to those settled results.
+            # around the cycle.  So the named sources settle first (their least fixpoint,
+            # see _settle_named); then the rule applies to those settled results.
             saved = self._low, self.named_only
-            for key in members:
-                provisional[key] = EMPTY
             self.named_only = True
-            held = self._settle(at)
+            held = self._settle_named(at, root, result)
             self.named_only = saved[1]
             if not self.named_only:
                 # Only an entry that held rule 2 back (or reads one that changes) can differ.
@@ -290,6 +293,30 @@ class Memo:
         del stack[at:]
         memo[root] = result
         return result
+
+    def _settle_named(self, at: int, root, result) -> dict:
+        """Settle the named sources of the open entries from ``at`` on (``named_only`` set):
+        the least fixpoint of computing them without rule 2.
+
+        The rounds start from what the walk that met the entries gave, less every source
+        rule 2 may have made (:func:`~codeparse.infer.sources.named_part`): without rule 2
+        the computation is monotone, and those results lie below that fixpoint (each was
+        computed from results read empty or as the walk gave them, and what rule 2 adds
+        to a result is such sources only), so rounds from there reach the fixpoint rounds
+        from nothing reach, in fewer rounds (the walk was a first one).  Should that not
+        settle within the rounds allowed, it settles again from nothing."""
+        provisional = self._provisional
+        members = self._tstack[at:]
+        if WARM_START:
+            provisional[root] = result
+            for key in members:
+                provisional[key] = named_part(provisional[key])
+            held = self._settle(at)
+            if self._settled:
+                return held
+        for key in self._tstack[at:]:
+            provisional[key] = EMPTY
+        return self._settle(at)
 
     def _settle(self, at: int, held: Optional[dict] = None) -> dict:
         """Compute the open entries from ``at`` on again until no result changes; gives,
@@ -334,7 +361,10 @@ class Memo:
                     changed_at[key] = step
                     changed = True
             if not changed:
+                self._settled = True
                 break
+        else:
+            self._settled = False
         return holding
 
     def reset(self) -> None:

@@ -47,3 +47,14 @@ def remark(found: frozenset, mark: Optional[str]) -> frozenset:
         return found
     return frozenset((ref, mark if nat != "runtime" else m, nat, typ) for ref, m, nat, typ in found)
 
+
+
+def named_part(result: tuple) -> tuple:
+    """``result`` less every source rule 2 of the conditions may have made (an operand's
+    text read by a marking operator: natural kind ``unknown``, type ``Tensor``; a mark above
+    and a call mapping it onto its caller keep both), whatever else made them."""
+    found = result[0]
+    for source in found:
+        if source[2] == "unknown" and source[3] == "Tensor":
+            return frozenset(s for s in found if s[2] != "unknown" or s[3] != "Tensor"), result[1]
+    return result
