@@ -60,7 +60,7 @@ from .memo import DEEPEST_CYCLE, DepthLimit, Memo, TooDeep, depth, drive, drivin
 from .names import MAX_RESOLVE_DEPTH, Names, dotted
 from .resolved import Resolver
 from .semantics import Semantics
-from .sources import EMPTY, RANK, VALUE_MARKS, remark, union
+from .sources import EMPTY, RANK, VALUE_MARKS, remark, union, union2
 from .types import literal_type
 from .valuetypes import ValueTypes
 
@@ -117,6 +117,7 @@ class Inference:
         self._enter = memo.enter
         self._reading: set[str] = set()  # self paths whose sets are being visited (_attribute)
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
+        self._attributes: dict[str, tuple] = {}  # path from self -> its visit as a source (see _attribute_source)
 
     def _read_ahead(self) -> None:
         """Read every definition's value and type every name bound to a path from ``self``:
@@ -286,15 +287,22 @@ class Inference:
             return found
         found = memo.get(name)
         if found is None:
-            if nesting[0] > depth[0]:  # the use entry's check (a resumed entry is memoized)
-                raise TooDeep(lambda: self._single_def(name, d), (self._memo_id, id(d)))
-            nesting[0] += 1  # inside the use entry
-            try:
-                found = self._single_def(name, d)
-            finally:
-                nesting[0] -= 1
-            if memo.get(name) is None:
-                return found  # open: part of a cycle still settling
+            # The use entry's depth check, then (one deeper) the definitions entry's, as
+            # _single_def makes it (a resumed entry is memoized).
+            entry = id(d)
+            found = memo.get(entry)
+            level = nesting[0]
+            if level > depth[0] or (found is None and level >= depth[0]):
+                raise TooDeep(lambda: self._single_def(name, d), (self._memo_id, entry))
+            if found is None:
+                nesting[0] = level + 2  # inside the use entry and the definitions entry
+                try:
+                    found = self._enter(entry, self._visit_def, (d,))
+                finally:
+                    nesting[0] = level
+                if memo.get(entry) is None:
+                    return found  # open: part of a cycle still settling
+            memo[name] = found
         memo[key] = found
         return found
 
@@ -398,7 +406,7 @@ class Inference:
         function sets it (``self.y = v``) before the read or in a loop around both, what
         it sets and the ifs and loops around the set (the saved value is kept: a set that
         does not run leaves it)."""
-        found = frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+        found = self._attribute_source(path)
         sets = self.facts.self_sets.get(path)
         if not sets or path in self._reading:
             return found
@@ -421,8 +429,16 @@ class Inference:
         """A use of a local that stands for ``path`` from ``self``: read where it is bound."""
         d = self.single_def(name)
         if d is None:
-            return frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()
+            return self._attribute_source(path)
         return self._attribute(path, d.start, d.scopes)
+
+    def _attribute_source(self, path: str):
+        """The visit of ``path`` from ``self`` as a source (its declared type), once per path."""
+        found = self._attributes.get(path)
+        if found is None:
+            found = self._attributes[path] = (
+                frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset())
+        return found
 
     def _visit_defs(self, name: str):
         memo = self._memo_results
@@ -496,20 +512,15 @@ class Inference:
             return self._visit_operator(node, f"aten::{node.func.attr}", [receiver, *operands], scopes,
                                         [receiver, *node.args])
         path = self.expr_path(receiver)
-        parts = []
         # Rule 3: a receiver rooted at self is a source; any other receiver is followed.
-        if path:
-            parts.append((frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset()))
-        else:
-            parts.append(self._visit(receiver, scopes))
+        found = self._attribute_source(path) if path else self._visit(receiver, scopes)
         callee = self.callee_of(node)
         if callee is not None:
-            parts.append(self._follow(callee, node, receiver, scopes))
-        else:
-            visit = self._visit
-            for a in operands:
-                parts.append(visit(a, scopes))
-        return union(parts)
+            return union2(found, self._follow(callee, node, receiver, scopes))
+        if len(operands) == 1:
+            return union2(found, self._visit(operands[0], scopes))
+        visit = self._visit
+        return union([found, *[visit(a, scopes) for a in operands]])
 
     def _visit_operator(self, node: CallExpr, target: Optional[str], operands: list, scopes, args: list):
         mark, name, role = self.sem.operator_facts(target) if target else (None, "", None)
