@@ -83,3 +83,123 @@ def test_a_head_with_other_groups_is_a_grammar_error(tmp_path):
     path.write_text(source.replace("(?P<word>{IDENT})?+", "(?:{IDENT})?+"), encoding="utf-8")
     with pytest.raises(GrammarError, match=r"\[lines\]\.head"):
         parser.parse_statements(SourceText("x = 1\n", "t"), load_grammar_file(path))
+
+
+# Characters that change how lines are classified: brackets, quotes, blocks, keywords' edges.
+EDIT_ALPHABET = st.sampled_from(list("()[]{}\"':=,.#\\ \n\t_x0") + ["    ", "\n    ", "else:", "if x:", "elif y:",
+                                                                      "def f(", "):", "return ", " = ", "class A:"])
+
+
+@st.composite
+def _edited(draw) -> str:
+    """A fixture text with a few random edits (brackets, quotes, indentation, keywords)."""
+    text = draw(st.sampled_from(_SMALL_TEXTS))
+    for _ in range(draw(st.integers(1, 6))):
+        if not text:
+            break
+        at = draw(st.integers(0, len(text) - 1))
+        action = draw(st.sampled_from(["delete", "insert", "copy", "cut"]))
+        if action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 12)):]
+        elif action == "insert":
+            text = text[:at] + draw(EDIT_ALPHABET) + text[at:]
+        elif action == "copy":
+            source = draw(st.integers(0, len(text) - 1))
+            text = text[:at] + text[source:source + draw(st.integers(1, 80))] + text[at:]
+        else:
+            text = text[:at]
+    return text
+
+
+_SMALL_TEXTS = sorted(p.read_text(encoding="utf-8") for p in FIXTURES.glob("text/*/*.code")
+                      if p.stat().st_size < 6_000)
+
+
+def _found_inline(plan: tuple, text: str, pos: int, endpos: int):
+    """`Master.find` as the parser does it inline from `Master.alternations()`."""
+    own, own_at, generic, generic_at, generic_first = plan
+    index = m = None
+    if own is not None:
+        m = own(text, pos, endpos)
+        if m is not None:
+            index = own_at[m.lastindex]
+    if generic is not None and (index is None or index > generic_first):
+        other = generic(text, pos, endpos)
+        if other is not None and (index is None or generic_at[other.lastindex] < index):
+            index, m = generic_at[other.lastindex], other
+    return None if index is None else (index, m.span(), m.lastindex)
+
+
+def _found(master, text: str, pos: int, endpos: int):
+    found = master.find(text, pos, endpos)
+    return None if found is None else (found[0], found[1].span(), found[1].lastindex)
+
+
+def _lines_of(text: str, grammar_id: str) -> list[tuple[int, int, str]]:
+    return [(m.end(1), m.end(), m.group(2)) for m in parser._Reading(load_grammar(grammar_id)).head(text)]
+
+
+def _check_alternations(text: str, grammar_id: str) -> int:
+    grammar = load_grammar(grammar_id)
+    checked = 0
+    for start, end, word in _lines_of(text, grammar_id):
+        masters = {grammar.master(word), grammar.master(None)}
+        for master in masters:
+            plan = master.alternations()
+            # to each line's end and (as for a statement over several lines) to the text's
+            for stop in (end, len(text)):
+                assert _found_inline(plan, text, start, stop) == _found(master, text, start, stop), (text[start:end], stop)
+                checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("grammar_id", GRAMMARS)
+def test_master_alternations_find_what_find_finds_on_every_fixture_line(grammar_id):
+    """The parser's inline `Master.find` (from `Master.alternations()`) names the same rule
+    and match as `find` on every line of every fixture text, for the line's first word's
+    master and the generic one."""
+    paths = [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")]
+    checked = sum(_check_alternations(p.read_text(encoding="utf-8"), grammar_id) for p in paths[::7])
+    assert checked > 5_000
+
+
+@settings(max_examples=150, deadline=None)
+@given(_edited(), st.sampled_from(GRAMMARS))
+def test_master_alternations_find_what_find_finds_on_edited_text(text, grammar_id):
+    _check_alternations(text, grammar_id)
+
+
+def _block_end(stmt) -> int:
+    """The end of the last statement inside ``stmt``'s block and else chain (or its own)."""
+    end = stmt.end
+    for inner in stmt.body:
+        end = max(end, _block_end(inner))
+    if stmt.else_stmt is not None:
+        end = max(end, _block_end(stmt.else_stmt))
+    return end
+
+
+def _check_block_ends(stmts) -> int:
+    checked = 0
+    for stmt in stmts:
+        assert stmt.block_end == _block_end(stmt), stmt
+        checked += 1 + _check_block_ends(stmt.body)
+        if stmt.else_stmt is not None:
+            checked += _check_block_ends([stmt.else_stmt])
+    return checked
+
+
+@settings(max_examples=200, deadline=None)
+@given(_edited(), st.sampled_from(GRAMMARS))
+def test_block_end_is_the_end_of_the_last_statement_inside(text, grammar_id):
+    """`block_end` (set at once, extended by the else linking, whose list end is its last
+    statement's) is the end of the last statement inside the block and its else chain,
+    on texts with broken blocks, dangling elses and statements over several lines."""
+    _check_block_ends(parser.parse_statements(SourceText(text, "t"), load_grammar(grammar_id)).body)
+
+
+def test_block_end_on_every_fixture_text():
+    g = load_grammar("torchscript-v2")
+    checked = sum(_check_block_ends(parser.parse_statements(SourceText(p.read_text(encoding="utf-8"), "t"), g).body)
+                  for p in FIXTURES.glob("text/*/*.code"))
+    assert checked > 8_000

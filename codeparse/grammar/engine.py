@@ -265,6 +265,31 @@ class Master:
                     found, found_m = index, m
         return None if found is None else (found, found_m)
 
+    def alternations(self) -> tuple:
+        """What :meth:`find` does, for a caller that does it inline:
+        ``(own, own_at, generic, generic_at, generic_first)``.  ``own`` matches this
+        bucket's alternation (``match(text, pos, endpos)``; None: the bucket has none) and
+        ``own_at[m.lastindex]`` is the index in ``rules`` of the rule its match names;
+        ``generic`` and ``generic_at`` are the same for the rules without a keyword
+        (None when this master has none apart), the first of which is ``rules[generic_first]``.
+        :meth:`find` asks ``generic`` only when ``own`` found no rule before that one, and
+        of two answers takes the earlier rule.  Compiles the alternations."""
+        self.pattern()
+        own, own_at = self._at(self._own, self._own_index)
+        generic, generic_at = self._at(self._generic, self._generic_index)
+        return own, own_at, generic, generic_at, self._generic_index[0] if self._generic_index else len(self.rules)
+
+    @staticmethod
+    def _at(alternation: Optional["_Alternation"], indexes: tuple) -> tuple:
+        if alternation is None:
+            return None, None
+        compiled = alternation.pattern()
+        # `lastindex` (None: the match closed no group) -> index in `rules`
+        at = {None: indexes[0]} if alternation.single else {}
+        for number in range(1, compiled.groups + 1):
+            at[number] = indexes[0 if alternation.single else alternation.position[number]]
+        return compiled.match, at
+
     def first(self, text: str, pos: int, endpos: int) -> Optional[int]:
         """The index in ``rules`` of the first rule whose alternative matches, or None."""
         found = self.find(text, pos, endpos)

@@ -346,8 +346,8 @@ class _Reading:
         self.exacts: dict = {}  # rule -> its `fast` pattern and its `plain` one (or None), compiled
         # `[lines].nested_strings` (optional): a line with strings whose brackets nest shallow.
         self.nested_strings = grammar.lines["nested_strings"].match if "nested_strings" in grammar.lines else None
-        # The first word of a line (None: none) -> what matches its rules: the master's
-        # `find`, `rules` and `maps`; a keyword's is filled when first asked (None until then).
+        # The first word of a line (None: none) -> what matches its rules (`_plan_of` its
+        # master); a keyword's is filled when first asked (None until then).
         self.plans: dict = dict.fromkeys(self.by_keyword)
         self.generic_plan = self._plan_of(self.generic_master)
         # Keywords whose own rule comes first and needs `regex`: matched exactly at once.
@@ -365,7 +365,9 @@ class _Reading:
 
     @staticmethod
     def _plan_of(master: Any) -> tuple:
-        return master.find, master.rules, master.maps
+        """``Master.alternations()`` and the master's ``rules`` and ``maps``: what the parser
+        needs to do :meth:`Master.find` inline."""
+        return (*master.alternations(), master.rules, master.maps)
 
     def plan(self, keyword: str) -> tuple:
         """The plan of a keyword's lines (compiling its master pattern), kept."""
@@ -436,6 +438,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     r = _reading(grammar)
     physical_pattern = r.physical_pattern
     physical = r.physical
+    indent_group, text_group = r.indent, r.text
     blank = r.blank
     lines = r.lines
 
@@ -484,9 +487,9 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             return end, False
         while depth > 0 and end < size:
             nxt = physical(text, end + 1)
-            if nxt.end("indent") - (end + 1) <= column:
+            if nxt.end(indent_group) - (end + 1) <= column:
                 break
-            line_start, end = end + 1, nxt.end("text")
+            line_start, end = end + 1, nxt.end(text_group)
             depth += excess(line_start, end)[0]
         return end, False
 
@@ -615,11 +618,21 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 # exactly at once, not classified first (its looser pattern matches
                 # wherever it does); where it fails, as any other line.
                 rule, m = exact(by_keyword[key], 0, 1, indent_end, text_end, stop, nests)
-            if m is None:
-                find, rules, maps = plans.get(key, generic_plan) or r.plan(key)
-                found = find(text, indent_end, stop)
-                if found is not None:
-                    index, m = found
+            if m is None:  # Master.find, inline
+                own, own_at, generic_match, generic_at, generic_first, rules, maps = (
+                    plans.get(key, generic_plan) or r.plan(key))
+                index = None
+                if own is not None:
+                    m = own(text, indent_end, stop)
+                    if m is not None:
+                        index = own_at[m.lastindex]
+                if generic_match is not None and (index is None or index > generic_first):
+                    other = generic_match(text, indent_end, stop)
+                    if other is not None:
+                        other_index = generic_at[other.lastindex]
+                        if index is None or other_index < index:
+                            index, m = other_index, other
+                if index is not None:
                     rule = rules[index]
                     groups = maps[index]
                     if groups is False:
@@ -654,7 +667,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         stmt.end = end
         stmt.column = column
         stmt.orelse = stmt.else_stmt = None
-        stmt.block_end = -1
+        stmt.block_end = end  # extended past its block by _link_else
         stmt.after_unparsed = False
         if column <= recovering:
             if column == recovering:
@@ -677,27 +690,23 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
 
 def _link_else(stmts: list[Stmt], report) -> int:
     """Attach each ``else:``/``elif`` to the ``if`` before it, removing it from the list,
-    and set ``block_end`` on every statement (the end of the last statement inside it,
-    its ``else`` chain included); return the end of the last one."""
-    kept: list[Stmt] = []
+    and extend ``block_end`` (the parser sets it to ``end``) of every statement with a
+    block to the end of the last statement inside it, its ``else`` chain included; return
+    that of the last one, the list's end (each statement starts after the block of the one
+    before it ends)."""
     chain: Optional[Stmt] = None  # the if/elif an else or elif would attach to
     members: list[Stmt] = []  # the if and elifs of that chain, whose blocks grow with it
-    last = -1
+    attached: Optional[set] = None  # ids of the else/elif statements attached
     for stmt in stmts:
-        end = stmt.end
         if stmt.body:
             inner = _link_else(stmt.body, report)
-            if inner > end:
-                end = inner
-        stmt.block_end = end
-        if end > last:
-            last = end
+            if inner > stmt.block_end:
+                stmt.block_end = inner
         kind = stmt.kind
         if kind == "else" or kind == "elif":
             if chain is None or chain.orelse is not None:
                 if not stmt.after_unparsed:
                     report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
-                kept.append(stmt)
                 chain = None
                 continue
             if kind == "else":
@@ -708,16 +717,20 @@ def _link_else(stmts: list[Stmt], report) -> int:
                 chain.orelse = [stmt]
                 chain.else_stmt = stmt
                 chain = stmt
+            end = stmt.block_end
             for member in members:
                 if end > member.block_end:
                     member.block_end = end
             members.append(stmt)
-            continue
-        kept.append(stmt)
-        if kind == "if":
+            if attached is None:
+                attached = set()
+            attached.add(id(stmt))
+        elif kind == "if":
             chain = stmt
             members = [stmt]
         else:
             chain = None
-    stmts[:] = kept
+    last = stmts[-1].block_end if stmts else -1
+    if attached is not None:
+        stmts[:] = [stmt for stmt in stmts if id(stmt) not in attached]
     return last
