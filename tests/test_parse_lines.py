@@ -203,3 +203,65 @@ def test_block_end_on_every_fixture_text():
     checked = sum(_check_block_ends(parser.parse_statements(SourceText(p.read_text(encoding="utf-8"), "t"), g).body)
                   for p in FIXTURES.glob("text/*/*.code"))
     assert checked > 8_000
+
+
+def _paired_prefix(text: str, start: int, end: int, pairs: tuple, depth: int) -> int:
+    """Where ``statements.nesting``'s match from ``start`` ends, by a stack: the last place
+    (from ``start`` to ``end``) where every bracket before it paired up, nested at most
+    ``depth`` deep, before the first bracket that breaks that."""
+    closers = {o: c for o, c in pairs}
+    stack: list[str] = []
+    last = start
+    for i in range(start, end):
+        ch = text[i]
+        if ch in closers:
+            if len(stack) == depth:
+                break
+            stack.append(closers[ch])
+        elif ch in closers.values():
+            if not stack or stack.pop() != ch:
+                break
+        if not stack:
+            last = i + 1
+    return last
+
+
+NEST_ALPHABET = st.sampled_from(list("()[]{}\"' \nx,"))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(NEST_ALPHABET, max_size=40), st.sampled_from(GRAMMARS))
+def test_nesting_ends_where_brackets_stop_pairing_up(text, grammar_id):
+    """`nesting` (runs of other characters between pairs) ends where a bracket stack says."""
+    g = load_grammar(grammar_id)
+    assert parser.nesting(g)(text, 0, len(text)).end() == _paired_prefix(text, 0, len(text), g.bracket_pairs,
+                                                                        parser._NEST_DEPTH)
+
+
+def _nested_strings_as_choices(grammar_id: str):
+    """`[lines].nested_strings` written as a repeated choice (other characters, a string, a
+    bracketed stretch), as it was before its runs form."""
+    from codeparse.grammar.engine import _Compiler
+    import re
+
+    g = load_grammar(grammar_id)
+    comp = _Compiler(g.path, g.raw["patterns"], g.raw.get("recursive", {}))
+    return re.compile(comp.expand('''(?:[^()\\[\\]{}"'\\n]++|{STRING}|(?:{LINE_BRACKETED_3}))*+''', "test")).match
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(NEST_ALPHABET, max_size=40), st.sampled_from(GRAMMARS))
+def test_nested_strings_runs_form_matches_as_the_choices_form(text, grammar_id):
+    g = load_grammar(grammar_id)
+    assert g.lines["nested_strings"].match(text).end() == _nested_strings_as_choices(grammar_id)(text).end()
+
+
+def test_nested_strings_runs_form_on_every_fixture_line():
+    g = load_grammar("torchscript-v2")
+    new, old = g.lines["nested_strings"].match, _nested_strings_as_choices("torchscript-v2")
+    checked = 0
+    for path in FIXTURES.glob("text/*/*.code"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            assert new(line).end() == old(line).end(), line
+            checked += 1
+    assert checked > 8_000
