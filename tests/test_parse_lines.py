@@ -265,3 +265,57 @@ def test_nested_strings_runs_form_on_every_fixture_line():
             assert new(line).end() == old(line).end(), line
             checked += 1
     assert checked > 8_000
+
+
+def _check_shortcuts(text: str, grammar_id: str) -> int:
+    """Where a rule's shortcut matches a line, the rule's own pattern matches it too, with
+    every group at the same place (bounded to the line's end and to the text's)."""
+    grammar = load_grammar(grammar_id)
+    rules = [rule for rule in grammar.statements if rule.shortcut is not None]
+    checked = 0
+    for start, end, _word in _lines_of(text, grammar_id):
+        for rule in rules:
+            for stop in (end, len(text)):
+                short = rule.shortcut.match(text, start, stop)
+                if short is None:
+                    continue
+                full = rule.pattern.match(text, start, stop)
+                assert full is not None, (rule.name, text[start:end])
+                assert short.span() == full.span(), (rule.name, text[start:end])
+                for name in short.re.groupindex:
+                    assert short.span(name) == full.span(name), (rule.name, name, text[start:end])
+                checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("grammar_id", GRAMMARS)
+def test_shortcuts_match_as_their_rules_on_every_fixture_line(grammar_id):
+    paths = [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")]
+    assert sum(_check_shortcuts(p.read_text(encoding="utf-8"), grammar_id) for p in paths[::3]) > 1_000
+
+
+SHORTCUT_LINE = st.lists(st.sampled_from(["x", "_0", " ", ":", "=", "Final", "[", "]", "Tensor", ".", "int", ",",
+                                          "__annotations__", '"a"', "(", ")", "Optional", "1", "#", "'"]),
+                         max_size=14).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(SHORTCUT_LINE, st.sampled_from(GRAMMARS))
+def test_shortcuts_match_as_their_rules_on_random_lines(line, grammar_id):
+    _check_shortcuts(line, grammar_id)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_edited(), st.sampled_from(GRAMMARS))
+def test_shortcuts_match_as_their_rules_on_edited_text(text, grammar_id):
+    _check_shortcuts(text, grammar_id)
+
+
+def test_a_shortcut_with_other_groups_is_a_grammar_error(tmp_path):
+    source = (Path(__file__).resolve().parent.parent / "grammars" / "torchscript-v2.toml").read_text(encoding="utf-8")
+    line = "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+(?P<type>{TYPE_NAME})'"
+    assert source.count(line) == 1
+    path = tmp_path / "torchscript-v2.toml"
+    path.write_text(source.replace(line, "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+{TYPE_NAME}'"), encoding="utf-8")
+    with pytest.raises(GrammarError, match="shortcut captures other groups"):
+        load_grammar_file(path)

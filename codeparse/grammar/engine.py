@@ -148,11 +148,12 @@ class Statement:
     """
 
     __slots__ = ("name", "emits", "keyword", "block", "empty_block", "_lazy", "classify", "index", "_groups",
-                 "_plain_source", "_plain", "repeat")
+                 "_plain_source", "_plain", "repeat", "_shortcut")
 
     def __init__(self, name: str, emits: str, keyword: Optional[str], block: bool,
                  empty_block: bool, lazy: _Lazy, classify: Optional[str] = None, index: int = 0,
-                 plain: Optional[str] = None, repeat: Optional[dict[str, "_Lazy"]] = None):
+                 plain: Optional[str] = None, repeat: Optional[dict[str, "_Lazy"]] = None,
+                 shortcut: Optional[_Lazy] = None):
         self.name = name
         self.emits = emits
         self.keyword = keyword  # tried only on lines whose first word is this
@@ -167,6 +168,7 @@ class Statement:
         # Group name -> the `re` pattern that matches each further capture of a group the
         # rule repeats (`[[statements]].repeat`), from the end of the one before.
         self.repeat = repeat or {}
+        self._shortcut = shortcut
 
     @property
     def pattern(self) -> Any:
@@ -196,6 +198,14 @@ class Statement:
                     self._lazy._check(plain)
             self._plain = plain
         return plain
+
+    @property
+    def shortcut(self) -> Any:
+        """The rule's ``shortcut`` (``re``, compiled on first use), or None: a pattern that
+        matches only where the rule's pattern matches, and as it does (each group at the
+        same place), its common case in ``re``.  Where it matches, the rule needs no match
+        of its own; where it does not, the rule may still match."""
+        return None if self._shortcut is None else self._shortcut.get()
 
     def master_source(self, prefix: str) -> str:
         """This rule's alternative in a master pattern: its ``classify`` pattern when it
@@ -463,6 +473,7 @@ class Grammar:
         for rule in self.statements:
             rule.pattern
             rule.fast
+            rule.shortcut
             if rule.plain is not None:
                 for more in rule.repeat.values():
                     more.get()
@@ -616,6 +627,14 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
             more = {name: _Lazy(comp.unrolled(comp.expand(text, f"{where} repeat"), depth, where),
                                 f"{where} repeat.{name}", path, non_empty=True)
                     for name, text in repeat.items()}
+        shortcut = None
+        if "shortcut" in raw:
+            shortcut_source = comp.expand(f"(?:{raw['shortcut']}){end}", where + " shortcut")
+            if not _compiles(shortcut_source):
+                raise GrammarError(f"{path}: {where}: its shortcut does not compile with `re`")
+            if set(_NAMED_GROUP.findall(shortcut_source)) != set(_NAMED_GROUP.findall(source)):
+                raise GrammarError(f"{path}: {where}: its shortcut captures other groups than its pattern")
+            shortcut = _Lazy(shortcut_source, f"{where} shortcut", path, non_empty=True)
         classify = None
         if "classify" in raw:
             classify = comp.with_defines(comp.expand(f"(?:{raw['classify']}){end}", where + " classify"), where)
@@ -623,7 +642,7 @@ def _compile_statements(path: Path, data: dict[str, Any], comp: _Compiler):
                 raise GrammarError(f"{path}: {where}: its classify pattern does not compile with `re`")
         rules.append(
             Statement(name, emits, keyword, bool(raw.get("block", False)),
-                      bool(raw.get("empty_block", False)), pattern, classify, index, plain, more)
+                      bool(raw.get("empty_block", False)), pattern, classify, index, plain, more, shortcut)
         )
     # One match per rule, in file order (one combined alternation would be slower:
     # `regex` saves every capture group on each recursive call).

@@ -327,7 +327,8 @@ class _Reading:
 
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
                  "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic",
-                 "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan", "directs")
+                 "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan", "directs",
+                 "shortcuts")
 
     def __init__(self, grammar: Grammar):
         self.grammar = grammar
@@ -346,6 +347,7 @@ class _Reading:
         self.generic = grammar.generic_rules
         self.generic_master = grammar.master(None)
         self.exacts: dict = {}  # rule -> its `fast` pattern and its `plain` one (or None), compiled
+        self.shortcuts = _Shortcuts()  # rule -> its shortcut's `match`, or None
         # `[lines].nested_strings` (optional): a line with strings whose brackets nest shallow.
         self.nested_strings = grammar.lines["nested_strings"].match if "nested_strings" in grammar.lines else None
         # The first word of a line (None: none) -> what matches its rules (`_plan_of` its
@@ -379,6 +381,16 @@ class _Reading:
     def exact(self, rule: Statement) -> tuple:
         """A rule's own `re` (or `regex`) pattern and its unrolled `re` form (or None), kept."""
         found = self.exacts[rule] = (rule.fast, rule.plain)
+        return found
+
+
+class _Shortcuts(dict):
+    """rule -> ``rule.shortcut.match`` (None: the rule has no shortcut), each looked up when
+    first asked."""
+
+    def __missing__(self, rule: Statement) -> Any:
+        shortcut = rule.shortcut
+        found = self[rule] = None if shortcut is None else shortcut.match
         return found
 
 
@@ -503,6 +515,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     fast_len = int(limits.get("timeout_line_length", 10_000))
     timeout = grammar.timeout()
     exacts = r.exacts
+    shortcuts = r.shortcuts
     # The `re` forms with recursion unrolled (Statement.plain) serve only where brackets
     # nest less deep than they are unrolled (`nested` proves at most _NEST_DEPTH; a call
     # is at most one deeper).
@@ -617,9 +630,12 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         if stop - indent_end <= fast_len:
             if key in directs:
                 # The keyword's own rule comes first and needs `regex` (a `def`): matched
-                # exactly at once, not classified first (its looser pattern matches
-                # wherever it does); where it fails, as any other line.
-                rule, m = exact(by_keyword[key], 0, 1, indent_end, text_end, stop, nests)
+                # exactly at once (its shortcut first), not classified first (its looser
+                # pattern matches wherever it does); where it fails, as any other line.
+                rule = by_keyword[key][0]
+                shortcut = shortcuts[rule]
+                if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
+                    rule, m = exact(by_keyword[key], 0, 1, indent_end, text_end, stop, nests)
             if m is None:  # Master.find, inline
                 own, own_at, generic_match, generic_at, generic_first, rules, maps = (
                     plans.get(key, generic_plan) or r.plan(key))
@@ -638,10 +654,12 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                     rule = rules[index]
                     groups = maps[index]
                     if groups is False:
-                        # Classified by a looser pattern: the rule may still fail, and then
-                        # the rules after it are tried in order.
+                        # Classified by a looser pattern: the rule (its shortcut first) may
+                        # still fail, and then the rules after it are tried in order.
                         groups = None
-                        rule, m = exact(rules, index, len(rules), indent_end, text_end, stop, nests)
+                        shortcut = shortcuts[rule]
+                        if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
+                            rule, m = exact(rules, index, len(rules), indent_end, text_end, stop, nests)
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:
