@@ -424,40 +424,68 @@ class FunctionDataDependence:
         """Producer spans (start, end) when a shape read in ``node`` reads a data-dependent size.
 
         ``shape_operands`` then holds the operands whose size is read, as printed.
-        """
+
+        A walk down from ``node`` through the definitions of the names it meets (each value
+        once); a read of dimensions 1 and up of a tensor data-dependent in dimension 0 alone
+        (:func:`past_first_dimension`) is a static size, nothing beneath it is walked.  The
+        questions are asked node by node in the walk's order (a call's operator first)."""
         self.shape_operands: list[str] = []
         found: set[tuple[int, int]] = set()
         hit = False
         seen: set[int] = set()
         stack = [node]
+        op = self._op
+        defs_of = self._defs
+        value_of = self.inf.value_of
+        reads = self.table.shape_reads
+        tensor_only = self.inf.sem.tensor_only
         while stack:
             n = stack.pop()
-            if isinstance(n, Name):
-                for d in self._defs(n.id):
-                    value = self.inf.value_of(d)
+            kind = type(n)
+            if kind is Name:
+                for d in defs_of(n.id):
+                    value = value_of(d)
                     if value is not None and id(value) not in seen:
                         seen.add(id(value))
                         stack.append(value)
                 continue
-            beyond = past_first_dimension(n, self._operator_name)
-            if beyond is not None and self.first_dim_only(beyond):
-                continue  # `kept.size(1)` of `kept = x[keep]`: a static size
-            if isinstance(n, CallExpr):
-                kind, name = self._op(n)
-                if kind == "operator" and name in self.table.shape_reads and n.args:
-                    read = n.args[0]
-                    if name in self.inf.sem.tensor_only and not self._is_tensor_operand(read):
-                        # `len(t.tolist())` is t's size; of any other list, the list's length
-                        read = self._listed_from(read, 0)
-                    if read is not None:
-                        r = self.tensor(read, 0)
-                        if r is not None:
-                            hit = True
-                            found.update(r)
-                            text = self.inf.text[read.start:read.end]
-                            if text not in self.shape_operands:
-                                self.shape_operands.append(text)
-                        continue
+            if kind is CallExpr:
+                args = n.args
+                okind, name = op(n)  # the question past_first_dimension asks first
+                if args:
+                    # past_first_dimension(n) with the operator known
+                    beyond = None
+                    if okind == "operator":
+                        if name in ("size", "sym_size"):
+                            if len(args) == 2 and _from_one(args[1]):
+                                beyond = args[0]
+                        elif name == "slice" and len(args) >= 2 and _from_one(args[1]):
+                            beyond = _all_sizes(args[0], self._operator_name)
+                    if beyond is not None and self.first_dim_only(beyond):
+                        continue  # `kept.size(1)` of `kept = x[keep]`: a static size
+                    if okind == "operator" and name in reads:
+                        read = args[0]
+                        if name in tensor_only and not self._is_tensor_operand(read):
+                            # `len(t.tolist())` is t's size; of any other list, the list's length
+                            read = self._listed_from(read, 0)
+                        if read is not None:
+                            r = self.tensor(read, 0)
+                            if r is not None:
+                                hit = True
+                                found.update(r)
+                                text = self.inf.text[read.start:read.end]
+                                if text not in self.shape_operands:
+                                    self.shape_operands.append(text)
+                            continue
+                stack.append(n.func)
+                stack.extend(args)
+                if n.keywords:
+                    stack.extend(v for _, v in n.keywords)
+                continue
+            if kind is Index:
+                beyond = past_first_dimension(n, self._operator_name)
+                if beyond is not None and self.first_dim_only(beyond):
+                    continue
             stack.extend(n.children())
         return frozenset(found) if hit else _NOT
 
@@ -688,10 +716,12 @@ class FunctionDataDependence:
         operators that read a tensor argument's values (``value_reading_arguments``)."""
         out = []
         reading = self.table.value_reading
+        conversions = self.table.conversions
         for call in calls:
-            target = call.get("target") or ""
-            name = target.rpartition(":")[2]
-            if call["kind"] != "operator" or (name not in self.table.conversions and name not in reading):
+            if call["kind"] != "operator":
+                continue
+            name = (call.get("target") or "").rpartition(":")[2]
+            if name not in conversions and name not in reading:
                 continue
             span = call["span"]
             node = self.inf.tree((span["start"], span["end"]))

@@ -49,6 +49,7 @@ class Names:
         self.facts = facts
         self.sem = sem
         self._trees: dict[tuple[int, int], Expr] = {}
+        self._values: dict[int, Optional[Expr]] = {}  # id of a definition -> value_of
         self._paths: dict[str, Optional[str]] = {}
         self._control_scopes: dict[str, list] = {}
         self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
@@ -113,13 +114,23 @@ class Names:
         return node
 
     def value_of(self, d: Definition) -> Optional[Expr]:
-        """The expression a definition binds (the tuple element, when it has one)."""
+        """The expression a definition binds (the tuple element, when it has one);
+        remembered per definition."""
+        key = id(d)  # definitions live as long as the facts this object reads
+        found = self._values.get(key, False)
+        if found is False:
+            found = self._values[key] = self._value_of(d)
+        return found
+
+    def _value_of(self, d: Definition) -> Optional[Expr]:
         span = d.value
         if span is None:
             return None
-        node = self.tree(span)
+        node = self._trees.get(span)
+        if node is None:
+            node = self._trees[span] = self.reader.read(*span)
         if d.element is not None:
-            if isinstance(node, Seq) and node.kind == "tuple" and d.element < len(node.items):
+            if type(node) is Seq and node.kind == "tuple" and d.element < len(node.items):
                 return node.items[d.element]
         return node
 
@@ -142,33 +153,66 @@ class Names:
         found = self._paths.get(name, False)  # `self` is in it from the start
         if found is not False:
             return found
-        self._paths[name] = None  # cycle guard
-        d = self.single_def(name)
-        if d is None:
-            # `sub = self.sub; sub.flag = n`: an attribute set on an alias of a path from
-            # self is self's state (as `self.sub.flag = n` is), no object built in the code.
-            plain = [e for e in self.facts.defs.get(name, ()) if e.kind not in _OBJECT_DEFS]
-            if len(plain) == 1 and plain[0].kind == "assign":
-                d = plain[0]
+        return self._name_path(name, depth)
+
+    def _name_path(self, name: str, depth: int) -> Optional[str]:
+        """:meth:`name_path` of a name not asked before: through its one assignment
+        (remembered, also when the depth bound cut it short)."""
+        paths = self._paths
+        paths[name] = None  # cycle guard
+        defs = self.facts.defs.get(name)
+        d = None
+        if defs:
+            if len(defs) == 1:
+                if defs[0].kind == "assign":
+                    d = defs[0]
+            else:
+                # `sub = self.sub; sub.flag = n`: an attribute set on an alias of a path from
+                # self is self's state (as `self.sub.flag = n` is), no object built in the code.
+                plain = [e for e in defs if e.kind not in _OBJECT_DEFS]
+                if len(plain) == 1 and plain[0].kind == "assign":
+                    d = plain[0]
         path = None
-        if d is not None and depth < MAX_RESOLVE_DEPTH:
-            node = self.value_of(d)
-            if d.element is None or node is not self.tree(d.value):
-                path = self.expr_path(node, depth + 1) if node is not None else None
-        self._paths[name] = path
+        if d is not None and depth < MAX_RESOLVE_DEPTH and d.value is not None:
+            node = self._trees.get(d.value)
+            if node is None:
+                node = self._trees[d.value] = self.reader.read(*d.value)
+            if d.element is not None:  # the element of a tuple display, or no path
+                element = d.element
+                if type(node) is Seq and node.kind == "tuple" and element < len(node.items):
+                    path = self.expr_path(node.items[element], depth + 1)
+            else:
+                path = self.expr_path(node, depth + 1)
+        paths[name] = path
         return path
 
     def expr_path(self, node: Expr, depth: int = 0) -> Optional[str]:
         """The path from ``self`` an expression reads, if it is one."""
-        if isinstance(node, Name):
-            return self.name_path(node.id, depth)
-        if isinstance(node, Attr):
-            base = self.expr_path(node.value, depth)
-            return _joined(base, node.attr)
-        if isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "getattr":
-            if len(node.args) == 2 and isinstance(node.args[1], Const) and node.args[1].kind == "string":
-                base = self.expr_path(node.args[0], depth)
-                return _joined(base, unquote(node.args[1].text))
+        kind = type(node)
+        if kind is Name:
+            found = self._paths.get(node.id, False)
+            if found is not False:
+                return found
+            return self._name_path(node.id, depth)
+        if kind is Attr:
+            attrs = [node.attr]
+            node = node.value
+            while type(node) is Attr:
+                attrs.append(node.attr)
+                node = node.value
+            path = self.expr_path(node, depth)
+            for attr in reversed(attrs):
+                if not path or len(path) + len(attr) >= _MAX_PATH:
+                    return None  # see _joined
+                path = f"{path}.{attr}"
+            return path
+        if kind is CallExpr:
+            func = node.func
+            if type(func) is Name and func.id == "getattr" and len(node.args) == 2:
+                attr = node.args[1]
+                if type(attr) is Const and attr.kind == "string":
+                    base = self.expr_path(node.args[0], depth)
+                    return _joined(base, unquote(attr.text))
         return None
 
     def callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
@@ -232,14 +276,18 @@ class Names:
         return func.value if local else None
 
     def _is_local_receiver(self, func: Attr) -> bool:
-        text = dotted(func)
-        if text is None:
-            return True  # `(receiver).method`
-        root = text.partition(".")[0]
+        node = func.value
+        while type(node) is Attr:
+            node = node.value
+        if type(node) is not Name or node.end - node.start != len(node.id):
+            return True  # `(receiver).method` (no dotted name)
+        root = node.id
         sem = self.sem
-        if root in ("torch", sem.ops_root, sem.root, sem.constants_object) or text in sem.intrinsics:
+        if root in ("torch", sem.ops_root, sem.root, sem.constants_object):
             return False
-        return root in self.facts.params or root in self.facts.defs
+        if root not in self.facts.params and root not in self.facts.defs:
+            return False
+        return dotted(func) not in sem.intrinsics
 
     def controls(self, name: str) -> list[tuple[Scope, tuple[Scope, ...]]]:
         """The ifs and loops around the definitions of ``name`` (each with the scopes of a
@@ -309,6 +357,8 @@ def _position(text: str, ref: str) -> int:
 
 def dotted(node: Optional[Expr]) -> Optional[str]:
     """``torch.nn.functional.relu`` for a chain of names, else None."""
+    if type(node) is Name:
+        return node.id if node.end - node.start == len(node.id) else None
     parts = []
     while isinstance(node, Attr):
         parts.append(node.attr)

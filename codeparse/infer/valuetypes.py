@@ -272,7 +272,12 @@ class ValueTypes:
         if d.kind != "assign" or d.annotation or d.element is not None or d.value is None:
             return False
         value = self.tree(d.value)
-        if not isinstance(value, (Attr, CallExpr)):
+        kind = type(value)
+        if kind is CallExpr:
+            func = value.func
+            if type(func) is not Name or func.id != "getattr":  # no path (see Names.expr_path)
+                return False
+        elif kind is not Attr:
             return False
         path = self.expr_path(value)
         if not path:
@@ -338,6 +343,25 @@ class ValueTypes:
         return isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "range"
 
     def is_tensor(self, node: Expr) -> bool:
+        """Whether ``node``'s value is typed a Tensor (see _typed_tensor)."""
+        if type(node) is Name:
+            # A parameter or a name typed for good: its type, as expr_type gives it (no
+            # name to type first, nothing read under an assumption).
+            name = node.id
+            if name not in self.sem.literals:
+                params = self.facts.params
+                if name in params:
+                    if len(self.facts.defs.get(name, ())) <= 1:  # not bound again: nothing to warm
+                        typ = params[name]
+                        return typ is not None and typ in self.sem.tensor_types
+                elif name in self._types:
+                    typ = self._types[name]
+                    return typ is not None and typ in self.sem.tensor_types
+        return self._typed_tensor(node)
+
+    def _typed_tensor(self, node: Expr) -> bool:
+        """:meth:`is_tensor` by typing: the names ``node`` depends on typed first (see
+        _warm_types), then its type; remembered per span unless typed under an assumption."""
         key = (node.start, node.end)  # the same text: the same answer, within one function
         found = self._tensors.get(key)
         if found is None:

@@ -1,0 +1,273 @@
+"""The quick forms of inference's per-name answers give what the forms they replace give.
+
+Over every function of every code text of ``fixtures/text`` and ``fixtures/archive_code``
+(printed by torch), and of
+those texts mutated (assignment lines repeated and dropped: names bound twice, chains cut),
+each answer is asked of the quick form and of the form it replaces, in the same order, on
+fresh objects:
+
+* :meth:`~codeparse.infer.names.Names.name_path` / ``expr_path`` against the recursive
+  reading through ``single_def``/``value_of`` (kept below as the reference), and
+  ``local_receiver`` (the receiver's root name read off the tree) against the dotted text;
+* :meth:`~codeparse.infer.valuetypes.ValueTypes.is_tensor` (a parameter or a name typed
+  for good answered from its type) against typing every operand (``_typed_tensor``);
+* :meth:`~codeparse.infer.datadep.FunctionDataDependence.shape` (one walk, a call's
+  operator asked once) against the walk through ``past_first_dimension`` (the reference).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+import codeparse
+from codeparse.infer.datadep import FunctionDataDependence, past_first_dimension
+from codeparse.infer.names import MAX_RESOLVE_DEPTH, Names, _joined, dotted, unquote
+from codeparse.infer.valuetypes import ValueTypes
+from codeparse.parse.expressions import Attr, CallExpr, Const, Name, Seq
+from codeparse.text import extract
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXTS = sorted((ROOT / "fixtures" / "text").glob("*/script.code"))
+# The code files of the fixture archives, as written out (torch.nn's functional among them).
+ARCHIVE_CODE = sorted((ROOT / "fixtures" / "archive_code").rglob("*.py"))
+
+
+def _inferences(texts: list[str]) -> list:
+    """The Inference of every function of each text, after the text is parsed."""
+    made: list = []
+    real = extract.Inference
+
+    def keep(*args):
+        inf = real(*args)
+        made.append(inf)
+        return inf
+
+    extract.Inference = keep
+    release = extract.Extractor.release
+    extract.Extractor.release = lambda self: None  # keep each function's links (calls, types)
+    try:
+        for text in texts:
+            codeparse.parse_text(text, as_dict=True)
+    finally:
+        extract.Inference = real
+        extract.Extractor.release = release
+    return made
+
+
+def _mutated(text: str, seed: int) -> str:
+    """``text`` with some assignment lines repeated (a name bound twice, a tuple target
+    bound again) and some dropped (a chain cut: a name with no definition)."""
+    rng = random.Random(seed)
+    out = []
+    for line in text.split("\n"):
+        if " = " in line and line.startswith("    ") and not line.lstrip().startswith(("def ", "class ")):
+            roll = rng.random()
+            if roll < 0.08:
+                continue
+            if roll < 0.16:
+                out.append(line)
+        out.append(line)
+    return "\n".join(out)
+
+
+@pytest.fixture(scope="module")
+def inferences() -> list:
+    texts = [p.read_text(encoding="utf-8") for p in TEXTS + ARCHIVE_CODE]
+    mutated = [_mutated(t, seed) for seed, t in enumerate(texts)]
+    return _inferences(texts + mutated)
+
+
+class _ReferencePaths:
+    """name_path / expr_path as they were read before the quick form: recursively through
+    single_def and value_of, with their own memo."""
+
+    def __init__(self, names: Names):
+        self.names = names
+        self.paths: dict[str, Optional[str]] = {}
+        if names.facts.self_name in names.facts.params:
+            self.paths[names.facts.self_name] = names.facts.self_name
+
+    def name_path(self, name: str, depth: int = 0) -> Optional[str]:
+        found = self.paths.get(name, False)
+        if found is not False:
+            return found
+        self.paths[name] = None
+        names = self.names
+        d = names.single_def(name)
+        if d is None:
+            plain = [e for e in names.facts.defs.get(name, ()) if e.kind not in ("init", "setattr", "call")]
+            if len(plain) == 1 and plain[0].kind == "assign":
+                d = plain[0]
+        path = None
+        if d is not None and depth < MAX_RESOLVE_DEPTH:
+            node = names.value_of(d)
+            if d.element is None or node is not names.tree(d.value):
+                path = self.expr_path(node, depth + 1) if node is not None else None
+        self.paths[name] = path
+        return path
+
+    def expr_path(self, node, depth: int = 0) -> Optional[str]:
+        if isinstance(node, Name):
+            return self.name_path(node.id, depth)
+        if isinstance(node, Attr):
+            return _joined(self.expr_path(node.value, depth), node.attr)
+        if isinstance(node, CallExpr) and isinstance(node.func, Name) and node.func.id == "getattr":
+            if len(node.args) == 2 and isinstance(node.args[1], Const) and node.args[1].kind == "string":
+                return _joined(self.expr_path(node.args[0], depth), unquote(node.args[1].text))
+        return None
+
+
+def _reference_local(names: Names, func: Attr) -> bool:
+    """Whether ``name.method`` has a local receiver, as it was read before: by the dotted text."""
+    text = dotted(func)
+    if text is None:
+        return True
+    root = text.partition(".")[0]
+    sem = names.sem
+    if root in ("torch", sem.ops_root, sem.root, sem.constants_object) or text in sem.intrinsics:
+        return False
+    return root in names.facts.params or root in names.facts.defs
+
+
+def _nodes(node) -> list:
+    """Every node of a tree, parents first."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.children()))
+    return out
+
+
+def _trees(inf) -> list:
+    """The trees of every definition's value and every if's and loop's test, in text order."""
+    spans = inf.names.value_spans()
+    return [inf.tree(span) for span in spans]
+
+
+def test_paths_are_the_ones_the_recursive_reading_gives(inferences):
+    asked = with_path = locals_ = 0
+    for inf in inferences:
+        quick = Names(inf.text, inf.reader, inf.facts, inf.sem)
+        reference = _ReferencePaths(Names(inf.text, inf.reader, inf.facts, inf.sem))
+        for name in inf.facts.defs:
+            assert quick.name_path(name) == reference.name_path(name), name
+        for tree in _trees(inf):
+            for node in _nodes(tree):
+                found = quick.expr_path(node)
+                assert found == reference.expr_path(node), inf.text[node.start:node.end]
+                asked += 1
+                with_path += found is not None
+                if isinstance(node, CallExpr) and isinstance(node.func, Attr):
+                    local = quick.local_receiver(node.func) is not None
+                    assert local == _reference_local(quick, node.func), inf.text[node.start:node.end]
+                    locals_ += local
+    assert asked > 20000
+    assert with_path > 3000  # `self.layers`, `getattr(layers, "3")`, `layer1.conv`...
+    assert locals_ > 1000  # `(_3).forward(x)`, `lengths.tolist()`
+
+
+def test_tensor_operands_are_the_ones_typing_gives(inferences):
+    asked = tensors = 0
+    for inf in inferences:
+        quick = ValueTypes(Names(inf.text, inf.reader, inf.facts, inf.sem))
+        typed = ValueTypes(Names(inf.text, inf.reader, inf.facts, inf.sem))
+        for tree in _trees(inf):
+            for node in _nodes(tree):
+                if isinstance(node, Name):
+                    found = quick.is_tensor(node)
+                    assert found == typed._typed_tensor(node), inf.text[node.start:node.end]
+                    asked += 1
+                    tensors += found
+    assert asked > 10000
+    assert tensors > 1500
+
+
+def _reference_shape(dd: FunctionDataDependence, node) -> Optional[frozenset]:
+    """shape as it walked before: past_first_dimension asked of every node, then the call's
+    operator again."""
+    dd.shape_operands = []
+    found: set = set()
+    hit = False
+    seen: set = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Name):
+            for d in dd._defs(n.id):
+                value = dd.inf.value_of(d)
+                if value is not None and id(value) not in seen:
+                    seen.add(id(value))
+                    stack.append(value)
+            continue
+        beyond = past_first_dimension(n, dd._operator_name)
+        if beyond is not None and dd.first_dim_only(beyond):
+            continue
+        if isinstance(n, CallExpr):
+            kind, name = dd._op(n)
+            if kind == "operator" and name in dd.table.shape_reads and n.args:
+                read = n.args[0]
+                if name in dd.inf.sem.tensor_only and not dd._is_tensor_operand(read):
+                    read = dd._listed_from(read, 0)
+                if read is not None:
+                    r = dd.tensor(read, 0)
+                    if r is not None:
+                        hit = True
+                        found.update(r)
+                        text = dd.inf.text[read.start:read.end]
+                        if text not in dd.shape_operands:
+                            dd.shape_operands.append(text)
+                    continue
+        stack.extend(n.children())
+    return frozenset(found) if hit else None
+
+
+def test_shape_reads_are_the_ones_the_walk_through_every_node_gives(inferences):
+    asked = producers = pruned = 0
+    for inf in inferences:
+        # Every if's and loop's test and every return value.
+        tests = sorted({scope.test for defs in inf.facts.defs.values() for d in defs for scope in d.scopes}
+                       | {span for span, _ in inf.facts.returns})
+        if not tests:
+            continue
+        quick, reference = FunctionDataDependence(inf), FunctionDataDependence(inf)
+        for test in tests:
+            node = inf.tree(test)
+            found = quick.shape(node)
+            assert found == _reference_shape(reference, node), inf.text[test[0]:test[1]]
+            assert quick.shape_operands == reference.shape_operands
+            asked += 1
+            producers += found is not None
+            pruned += bool(quick._rows)
+    assert asked > 3000
+    assert producers > 25  # `nonzero`, `x[mask]`, ... read by a size
+    assert pruned > 5  # functions where a read of dimensions 1 and up asked first_dim_only
+
+
+def test_a_tuple_element_and_a_chain_past_the_depth_bound():
+    """The edges of name_path: a tuple target's element, a tuple that is no display, and
+    a chain of getattr longer than the bound (cut, remembered as no path)."""
+    chain = "\n".join(f"    a{i} = getattr(a{i - 1}, \"b\")" for i in range(1, 40))
+    text = ("class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n  training : bool\n"
+            "  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n"
+            "    p, q = (self.sub, x)\n    r, s = x.chunk(2)\n    a0 = self.root\n"
+            f"{chain}\n"
+            "    if torch.gt(a39, 0):\n      x = p\n    return x\n")
+    (inf,) = _inferences([text])
+    quick = Names(inf.text, inf.reader, inf.facts, inf.sem)
+    reference = _ReferencePaths(Names(inf.text, inf.reader, inf.facts, inf.sem))
+    for name in ("a39", "a15", "a14", "p", "q", "r", "s", "a0"):
+        assert quick.name_path(name) == reference.name_path(name)
+    assert quick.name_path("p") == "self.sub"
+    assert quick.name_path("q") is None and quick.name_path("r") is None
+    assert quick.name_path("a0") == "self.root"
+    assert quick.name_path("a39") is None  # 39 links: past the bound from a39
+    assert quick.name_path("a15") is None  # where the bound cut it: remembered
+    assert quick.name_path("a14") == "self.root" + ".b" * 14  # never reached from a39
+    fresh = Names(inf.text, inf.reader, inf.facts, inf.sem)
+    assert fresh.name_path("a15") == "self.root" + ".b" * 15
+    assert isinstance(inf.tree(inf.facts.defs["p"][0].value), Seq)
