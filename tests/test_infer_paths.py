@@ -12,7 +12,10 @@ fresh objects:
 * :meth:`~codeparse.infer.valuetypes.ValueTypes.is_tensor` (a parameter or a name typed
   for good answered from its type) against typing every operand (``_typed_tensor``);
 * :meth:`~codeparse.infer.datadep.FunctionDataDependence.shape` (one walk, a call's
-  operator asked once) against the walk through ``past_first_dimension`` (the reference).
+  operator asked once) against the walk through ``past_first_dimension`` (the reference);
+* :meth:`~codeparse.infer.datadep.FunctionDataDependence.literal` (a name's answer
+  remembered with the depth it holds from) against a walk per question, asked at depths
+  near the bound and far from it.
 """
 
 from __future__ import annotations
@@ -271,3 +274,68 @@ def test_a_tuple_element_and_a_chain_past_the_depth_bound():
     fresh = Names(inf.text, inf.reader, inf.facts, inf.sem)
     assert fresh.name_path("a15") == "self.root" + ".b" * 15
     assert isinstance(inf.tree(inf.facts.defs["p"][0].value), Seq)
+
+
+def _reference_literal(dd: FunctionDataDependence, node, depth: int) -> bool:
+    """literal as it was read before its answers were remembered: a walk per question."""
+    if depth > 32:
+        return False
+    if isinstance(node, Const):
+        return True
+    if isinstance(node, Name):
+        if node.id in dd.inf.sem.literals:
+            return True
+        if node.id in dd.mutated_in_place():
+            return False
+        defs = dd._defs(node.id)
+        return bool(defs) and all(_reference_literal(dd, dd.inf.value_of(d), depth + 1) for d in defs
+                                  if dd.inf.value_of(d) is not None)
+    if isinstance(node, Seq):
+        return all(_reference_literal(dd, i, depth + 1) for i in node.items)
+    if isinstance(node, CallExpr):
+        kind, _ = dd._op(node)
+        if kind not in ("operator", "intrinsic"):
+            return False
+        receiver = [node.func.value] if dd.inf.method_operator(node) is not None else []
+        return all(_reference_literal(dd, a, depth + 1) for a in [*receiver, *node.args, *(v for _, v in node.keywords)])
+    return False
+
+
+def _literal_questions(inf, rng: random.Random) -> list:
+    """Every name of a function asked at a depth drawn near the bound and far from it, in a
+    shuffled order, and every definition's value at depth 0."""
+    out = [(Name(name, 0, len(name)), rng.choice((0, 1, 5, 20, 28, 31, 32, 33))) for name in inf.facts.defs]
+    out += [(inf.tree(d.value), 0) for defs in inf.facts.defs.values() for d in defs if d.value is not None]
+    rng.shuffle(out)
+    return out
+
+
+def test_literal_answers_are_the_ones_a_walk_per_question_gives(inferences):
+    rng = random.Random(7)
+    asked = literal = 0
+    for inf in inferences:
+        quick, reference = FunctionDataDependence(inf), FunctionDataDependence(inf)
+        for node, depth in _literal_questions(inf, rng):
+            found = quick.literal(node, depth)
+            assert found == _reference_literal(reference, node, depth), (inf.text[node.start:node.end], depth)
+            asked += 1
+            literal += found
+    assert asked > 20000
+    assert literal > 2000
+
+
+def test_literal_along_a_chain_longer_than_the_depth_bound():
+    """`a0 = torch.tensor(1.)`, `a{i} = torch.add(a{i-1}, 1)`: asked from the end first
+    (cut by the bound), then from the middle and the start at depths near the bound."""
+    chain = "\n".join(f"    a{i} = torch.add(a{i - 1}, 1)" for i in range(1, 45))
+    text = ("def f(x: Tensor) -> int:\n    a0 = torch.tensor(1.)\n"
+            f"{chain}\n    if bool(torch.gt(a44, x)):\n      x = torch.neg(x)\n    return int(a44)\n")
+    (inf,) = _inferences([text])
+    quick, reference = FunctionDataDependence(inf), FunctionDataDependence(inf)
+    questions = [("a44", 0), ("a14", 0), ("a15", 0), ("a16", 0), ("a10", 10), ("a10", 11), ("a5", 20),
+                 ("a5", 21), ("a14", 1), ("a14", 3), ("a0", 30), ("a0", 31), ("a20", 0), ("a12", 4)]
+    for name, depth in questions:
+        found = quick.literal(Name(name, 0, len(name)), depth)
+        assert found == _reference_literal(reference, Name(name, 0, len(name)), depth), (name, depth)
+        # a_i's walk reaches the literal 1. at depth + 2 i + 2: within the bound or cut
+        assert found == (depth + 2 * int(name[1:]) + 2 <= 32), (name, depth)

@@ -218,6 +218,11 @@ class FunctionDataDependence:
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
         self._assigns: dict[str, list] = {}  # name -> its assignments with a value
         self._inplace_names: Optional[set[str]] = None
+        # literal: name -> (answer, depth asked at, how far below its walk went, cut by the
+        # bound); the deepest depth the walk under way reached and the cuts it met so far.
+        self._literals: dict[str, tuple[bool, int, int, bool]] = {}
+        self._literal_deepest = 0
+        self._literal_cuts = 0
 
     # -- helpers -------------------------------------------------------------
     def _op(self, node: CallExpr) -> tuple[str, Optional[str]]:
@@ -756,9 +761,16 @@ class FunctionDataDependence:
         return not isinstance(arg, Const) and not self._listed(arg) and not self.literal(arg, 0)
 
     def literal(self, node: Expr, depth: int) -> bool:
-        """``node``'s value is built from literals alone (``torch.tensor(4.).log2()``): no data."""
+        """``node``'s value is built from literals alone (``torch.tensor(4.).log2()``): no data.
+
+        The answer for a name is remembered with the depth it was asked at, how far below
+        that its walk went and whether the depth bound cut it; it is reused where the walk
+        would give it again (see _remembered_literal)."""
         if depth > _MAX_DEPTH:
+            self._literal_cuts += 1
             return False
+        if depth > self._literal_deepest:
+            self._literal_deepest = depth
         if isinstance(node, Const):
             return True
         if isinstance(node, Name):
@@ -766,9 +778,21 @@ class FunctionDataDependence:
                 return True
             if node.id in self.mutated_in_place():  # `t[0:1] = x[0:1]` writes data into it
                 return False
+            found = self._literals.get(node.id)
+            if found is not None:
+                answer = self._remembered_literal(found, depth)
+                if answer is not None:
+                    return answer
+            cuts, deepest = self._literal_cuts, self._literal_deepest
+            self._literal_deepest = depth
             defs = self._defs(node.id)
-            return bool(defs) and all(self.literal(self.inf.value_of(d), depth + 1) for d in defs
-                                      if self.inf.value_of(d) is not None)
+            value_of = self.inf.value_of
+            result = bool(defs) and all(self.literal(value, depth + 1) for value in map(value_of, defs)
+                                        if value is not None)
+            self._literals[node.id] = (result, depth, self._literal_deepest - depth, self._literal_cuts != cuts)
+            if deepest > self._literal_deepest:
+                self._literal_deepest = deepest
+            return result
         if isinstance(node, Seq):
             return all(self.literal(i, depth + 1) for i in node.items)
         if isinstance(node, CallExpr):
@@ -779,6 +803,27 @@ class FunctionDataDependence:
             receiver = [node.func.value] if self.inf.method_operator(node) is not None else []
             return all(self.literal(a, depth + 1) for a in [*receiver, *node.args, *(v for _, v in node.keywords)])
         return False
+
+    def _remembered_literal(self, found: tuple, depth: int) -> Optional[bool]:
+        """The answer :meth:`literal` remembered for a name, asked again at ``depth``, where
+        its walk would give the same (else None: walk again).  The answer can only fall as
+        the depth grows (the bound's cut is a False under an ``all``): True, reached without
+        a cut, holds at any depth from which the walk stays within the bound; False without a
+        cut holds at any depth (some definition is no literal, or the cut comes first); False
+        with a cut, at the same depth or deeper."""
+        result, at, below, cut = found
+        if result:
+            if depth <= at or depth + below <= _MAX_DEPTH:
+                if depth + below > self._literal_deepest:
+                    self._literal_deepest = depth + below
+                return True
+            return None
+        if not cut:
+            return False
+        if depth >= at:
+            self._literal_cuts += 1
+            return False
+        return None
 
     def _item_number(self, node: Expr, depth: int) -> Optional[Expr]:
         """The tensor ``node``'s number was read from by ``item()`` (through locals), or None."""
@@ -830,6 +875,8 @@ def _writer_finder(sem: Any, max_depth: int) -> Callable[[str, int, int], bool]:
         for needle in needles:
             if text.find(needle, start, end) != -1:
                 return True
+        if end - start <= max_depth:  # no more openers than characters
+            return False
         return text.count("(", start, end) + text.count("[", start, end) + text.count("{", start, end) > max_depth
 
     return may_write
