@@ -38,7 +38,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from .sources import EMPTY, named_part
+from .sources import EMPTY, rule2_sources, without
 
 DEEP = 80  # memo entries on the stack (all functions together) before a visit is resumed deeper
 _MAX_ROUNDS = 64  # rounds of a cycle's fixpoint (results only grow; a few rounds settle it)
@@ -186,6 +186,7 @@ class Memo:
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
         self.held_back = False  # a visit held rule 2 back (set by the visits while named_only)
         self._settled = True  # whether the last _settle reached a fixpoint within _MAX_ROUNDS
+        self.rule2_refs: set = set()  # operands rule 2 made sources of here (see _settle_named)
         # What a walk deep through these entries would compute first deep in the stack,
         # computed ahead by drive the first time such a walk stops (see drive).
         self.warm: Optional[Callable[[], None]] = None
@@ -299,18 +300,19 @@ class Memo:
         the least fixpoint of computing them without rule 2.
 
         The rounds start from what the walk that met the entries gave, less every source
-        rule 2 may have made (:func:`~codeparse.infer.sources.named_part`): without rule 2
-        the computation is monotone, and those results lie below that fixpoint (each was
-        computed from results read empty or as the walk gave them, and what rule 2 adds
-        to a result is such sources only), so rounds from there reach the fixpoint rounds
-        from nothing reach, in fewer rounds (the walk was a first one).  Should that not
-        settle within the rounds allowed, it settles again from nothing."""
+        rule 2 made in this function's visits (``rule2_refs``, noted by the visits), with
+        any mark: without rule 2 the computation is monotone, and those results lie below
+        that fixpoint (each was computed from results read empty or as the walk gave them,
+        and what rule 2 adds to a result is such sources only), so rounds from there reach
+        the fixpoint rounds from nothing reach, in fewer rounds (the walk was a first one).
+        Should that not settle within the rounds allowed, it settles again from nothing."""
         provisional = self._provisional
         members = self._tstack[at:]
         if WARM_START:
             provisional[root] = result
+            made = rule2_sources(self.rule2_refs)
             for key in members:
-                provisional[key] = named_part(provisional[key])
+                provisional[key] = without(provisional[key], made)
             held = self._settle(at)
             if self._settled:
                 return held
