@@ -2,7 +2,9 @@
 
 Over every code text of ``fixtures/text`` (printed by torch): the definitions
 :meth:`~codeparse.infer.datadep.FunctionDataDependence.mutated_in_place` leaves unread (no
-in-place call can be in their text) hold no in-place write.
+in-place call can be in their text) hold no in-place write; a cycle settled from what its
+walk gave gives what it gives settled from nothing; a name's span tells a parenthesised
+name as its text does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 import codeparse
 from codeparse.infer import datadep, memo
 from codeparse.infer.datadep import FunctionDataDependence
+from codeparse.parse.expressions import names_in
 from codeparse.text import extract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,3 +98,21 @@ def test_cycles_settle_from_their_walk_as_from_nothing(monkeypatch):
     assert warm == cold
     kinds = {if_["condition"]["kind"] for cf in warm[-15:] for fn in cf["functions"] for if_ in fn["ifs"]}
     assert {"tensor_shape", "tensor_value"} <= kinds
+
+
+def test_a_name_is_parenthesised_exactly_when_its_span_is_longer_than_it(inferences):
+    """resolved.Resolver tells a parenthesised name (``(layer1)``) by its span's length:
+    over every name the reader gives in every definition's value of every fixture text,
+    that agrees with the text the span covers."""
+    seen = parenthesised = 0
+    for inf in inferences:
+        for defs in inf.facts.defs.values():
+            for d in defs:
+                if d.value is None:
+                    continue
+                for n in names_in(inf.tree(d.value)):
+                    seen += 1
+                    longer = n.end - n.start != len(n.id)
+                    assert (inf.text[n.start:n.end] != n.id) == longer, (inf.text[n.start:n.end], n.id)
+                    parenthesised += longer
+    assert seen > 10_000 and parenthesised > 100

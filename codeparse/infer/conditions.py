@@ -118,6 +118,7 @@ class Inference:
         self._reading: set[str] = set()  # self paths whose sets are being visited (_attribute)
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
         self._attributes: dict[str, tuple] = {}  # path from self -> its visit as a source (see _attribute_source)
+        self._through: dict[str, Optional[tuple]] = {}  # name -> _passed_through(name)
 
     def _read_ahead(self) -> None:
         """Read every definition's value and type every name bound to a path from ``self``:
@@ -214,15 +215,21 @@ class Inference:
             if leaf is not None:
                 return self._visit_single(name, leaf, key)
             if not carried:
-                single = self._passed_through(name, scopes)
-                if single is not None:
-                    return self._visit_single(name, single, key)
+                through = self._through.get(name, False)
+                if through is False:
+                    through = self._through[name] = self._passed_through(name)
+                if through is not None:
+                    for scope in through[1]:
+                        if scope not in scopes:
+                            break
+                    else:  # every if or loop around the definition is around this use too
+                        return self._visit_single(name, through[0], key, False)
             return self._enter(key, self._visit_name, (name, scopes, carried))
-        sem = self.sem
         if kind is CallExpr:
             return self._visit_call(node, scopes)
         if kind is Const:
             return EMPTY
+        sem = self.sem
         if isinstance(node, Opaque):
             return frozenset({(self.text[node.start:node.end][:_MAX_REF], None, "unknown", None)}), frozenset()
         if isinstance(node, Attr):
@@ -251,27 +258,27 @@ class Inference:
         defs = facts.defs.get(name)
         if not defs:
             return frozenset({(name, None, "unknown", None)}), frozenset()
-        if len(defs) == 1 and not any(scope.kind in ("if", "for", "while") for scope in defs[0].scopes):
-            return defs[0]
-        return None
+        if len(defs) != 1:
+            return None
+        for scope in defs[0].scopes:
+            if scope.kind in ("if", "for", "while"):
+                return None
+        return defs[0]
 
-    def _passed_through(self, name: str, scopes: tuple[Scope, ...]) -> Optional[Definition]:
-        """The definition of a name with one, no path from ``self``, and every if or loop
-        around it around this use too (no loop carrying it): the use's entry would only
-        pass that definition's result through (see _visit_name), so _visit_single answers
-        it; else None."""
+    def _passed_through(self, name: str) -> Optional[tuple]:
+        """The definition of a name with one and no path from ``self``, with the ifs and
+        loops around it: at a use those all enclose (no loop carrying the name into it),
+        the use's entry would only pass that definition's result through (see
+        _visit_name), so _visit_single answers it.  None for any other name."""
         defs = self.facts.defs[name]
         if len(defs) != 1:
             return None
-        for scope, _ in self._controls(name):
-            if scope not in scopes:
-                return None
         path = self.name_path(name)
         if path and path != self.facts.self_name:
             return None
-        return defs[0]
+        return defs[0], tuple(scope for scope, _ in self._controls(name))
 
-    def _visit_single(self, name: str, d: Definition, key):
+    def _visit_single(self, name: str, d: Definition, key, bound: bool = True):
         """A use of a name whose entry would only pass its one definition's result through:
         no if or loop around the definition (most of them, see _leaf), or only ones that
         enclose the use too (see _passed_through).
@@ -279,12 +286,14 @@ class Inference:
         Its use entry would only pass the definitions entry's result through (no control
         dependence; a union of one part), so that answers it directly (see _single_def),
         with the depth check the use entry would make, in the same order; the result is
-        remembered for the use once the definition's entry is closed."""
-        path = self.name_path(name)
+        remembered for the use once the definition's entry is closed.  (``bound``: the
+        name may stand for a path from ``self``, read as such.)"""
         memo = self._memo_results
-        if path and path != self.facts.self_name:
-            found = memo[key] = self._attribute(path, d.start, d.scopes)
-            return found
+        if bound:
+            path = self.name_path(name)
+            if path and path != self.facts.self_name:
+                found = memo[key] = self._attribute(path, d.start, d.scopes)
+                return found
         found = memo.get(name)
         if found is None:
             # The use entry's depth check, then (one deeper) the definitions entry's, as
@@ -548,6 +557,7 @@ class Inference:
             if not found and mark in VALUE_MARKS and args and not self._hold_back():
                 # Rule 2: the operator reads a Tensor that no named source produced.
                 operand = self.resolved(args[0])[:_MAX_REF]
+                self._memo_entries.rule2_refs.add(operand)  # (see memo.Memo._settle_named)
                 found = frozenset({(operand, mark, "unknown", "Tensor")})
             else:
                 found = remark(found, mark)

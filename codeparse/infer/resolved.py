@@ -59,16 +59,15 @@ class Resolver:
         return "".join(pieces)
 
     def _replacement(self, n: Name, depth: int, active: set) -> Optional[str]:
-        inner_text = self.text[n.start:n.end]
-        if inner_text != n.id:  # a parenthesised name: `(layer1)`
+        if n.end - n.start != len(n.id):  # a parenthesised name: `(layer1)`
             inner = self._replacement(Name(n.id, n.start + 1, n.end - 1), depth, active)
             return f"({inner})" if inner is not None else None
         if depth >= MAX_RESOLVE_DEPTH or n.id in active:
             return None
         key = (n.id, depth)
-        if key in self._replacements:
-            return self._replacements[key]
-        out = self._replacements[key] = self._replace(n, depth, active)
+        out = self._replacements.get(key, False)
+        if out is False:
+            out = self._replacements[key] = self._replace(n, depth, active)
         return out
 
     def _replace(self, n: Name, depth: int, active: set) -> Optional[str]:
