@@ -670,12 +670,11 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             except TimeoutError:
                 report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
                 continue
-        if m is None:
-            report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
-        elif ((end := m.end()) != stop or not even) and unbalanced(indent_end, end):
-            report("CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
-            m = None
-        if m is None:
+        if m is None or ((end := m.end()) != stop or not even) and unbalanced(indent_end, end):
+            if m is None:
+                report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
+            else:
+                report("CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
             recovering = column
             continue
         stmt = new_stmt(Stmt)  # Stmt(rule, m, indent_end, end, column, groups), without the call
