@@ -203,16 +203,11 @@ def _cli_main():
 
 def _cli_group():
     """(module, attribute) of the click group the console script runs: the one
-    ``click.Group`` in the console script's module, or, where that module builds it on
-    first use (``create_parser()``), in the module that defines it."""
+    ``click.Group`` in the console script's module."""
     import click
 
     module = sys.modules[_cli_main().__module__]
     groups = [name for name, obj in vars(module).items() if isinstance(obj, click.Group)]
-    if not groups and callable(getattr(module, "create_parser", None)):
-        group = module.create_parser()
-        module = sys.modules[group.callback.__module__]
-        groups = [name for name, obj in vars(module).items() if obj is group]
     if len(groups) != 1:
         raise RuntimeError(f"{module.__name__} holds {len(groups)} click groups, not one")
     return module.__name__, groups[0]

@@ -15,24 +15,25 @@ printed: unexpected errors become one line naming the input.
 
 from __future__ import annotations
 
+import click
 import codeparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Optional, Sequence, TextIO
+from typing import Any, Optional, Sequence, TextIO
 
 from ..contract.views import view
 from ..gate.budget import Terminated
+from ..output import render
 from ..output.escaping import for_text
-from .about import PROG
-
-if TYPE_CHECKING:
-    import click
+from .output import opened, output_options
 
 __all__ = ["main", "create_parser", "EXIT_OK", "EXIT_DIAGNOSTICS", "EXIT_ERROR"]
 
 EXIT_OK = 0
 EXIT_DIAGNOSTICS = 1
 EXIT_ERROR = 2
+
+PROG = "codeparse"
 
 
 class _Fatal(Exception):
@@ -41,6 +42,25 @@ class _Fatal(Exception):
     def __init__(self, code: int):
         super().__init__(code)
         self.code = code
+
+
+def _version() -> str:
+    version = getattr(codeparse, "__version__", None)
+    if version:
+        return str(version)
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        return dist_version("codeparse")
+    except (ImportError, PackageNotFoundError):
+        return "unknown"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"{PROG} {_version()}")
+    ctx.exit(EXIT_OK)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -155,7 +175,6 @@ def run_parse(
 ) -> int:
     """The ``parse`` command, with its streams given: returns the exit code."""
     from ..grammar.engine import GrammarError, load_grammar
-    from ..output import render
 
     if grammar_id is not None:
         try:
@@ -242,13 +261,126 @@ def run_parse(
     return status
 
 
-def create_parser() -> "click.Group":
-    """The click command group (for documentation tools and embedding): built by
-    :mod:`codeparse.cli.commands` on first use (it imports this module, as the command
-    modules it registers do, so it is named here as they are there)."""
+# ----------------------------------------------------------------------- commands
+
+
+@click.group(
+    name=PROG,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+def cli() -> None:
+    """Read TorchScript code text: signatures, if-statements and what their
+    conditions depend on, self references and calls."""
+
+
+@cli.command("parse")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@output_options(render.FORMATS, "table", "table for people; json (one array) or jsonl (one CodeFile per line) for tools.")
+@click.option("--grammar", "grammar_id", metavar="ID", default=None, help="Force a grammar (see `codeparse grammars`).")
+@click.option("--color/--no-color", default=None, help="Colour the table (default: when writing to a terminal).")
+def parse_command(paths: tuple[str, ...], fmt: str, output_file: Optional[str], grammar_id: Optional[str],
+                  color: Optional[bool]) -> int:
+    """Parse code text files, directories of them (.code, .py), or - for stdin.
+
+    Exit status: 0 all read and understood, 1 diagnostics, 2 an input could not be read.
+    """
+    with opened(output_file) as out:
+        return run_parse(paths, fmt, grammar_id, out, sys.stderr, color=color if output_file is None else False)
+
+
+def _model_names() -> list[str]:
+    from ..contract import public_models
+    from ..contract.text import Node
+
+    return [name for name, value in public_models().items() if isinstance(value, type) and issubclass(value, Node)]
+
+
+class _ModelChoice(click.Choice):
+    """The model names, listed when the option is used (the models import pydantic,
+    which the other commands' start-up does without)."""
+
+    def __init__(self) -> None:
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(_model_names())
+
+    @choices.setter
+    def choices(self, _value) -> None:
+        pass
+
+
+@cli.command("schema")
+@click.option(
+    "--model",
+    "model_name",
+    type=_ModelChoice(),
+    default="CodeFile",
+    show_default=True,
+    help="Which model's JSON Schema to print.",
+)
+def schema_command(model_name: str) -> int:
+    """Print the JSON Schema of the output (a CodeFile by default)."""
+    from ..contract import public_models
+
+    sys.stdout.write(render.render_schema(public_models()[model_name]) + "\n")
+    return EXIT_OK
+
+
+@cli.command("grammars")
+@output_options(("table", "json"), "table")
+@click.option("--color/--no-color", default=None)
+def grammars_command(fmt: str, output_file: Optional[str], color: Optional[bool]) -> int:
+    """List the grammars shipped: id, torch versions, version records, detection."""
+    from ..grammar.engine import GrammarError, available_grammars, load_grammar
+
+    try:
+        infos = available_grammars()
+        for info in infos:  # listing a grammar checks all of it (patterns compile lazily)
+            load_grammar(info.id).compile_all()
+    except GrammarError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_ERROR
+    with opened(output_file) as out:
+        if fmt == "json":
+            out.write(render.render_grammars_json(infos) + "\n")
+        else:
+            render.render_grammars_table(infos, out, color=color if output_file is None else False)
+    return EXIT_OK
+
+
+# Commands defined in other modules: each `codeparse/cli/<module>.py` named here has a
+# `register(group)` function.  Those modules import their heavy dependencies inside
+# the commands, so registering them keeps start-up small.
+_COMMAND_MODULES: tuple[str, ...] = (
+    "check",  # check, scan
+    "diff",  # diff, capture, ops
+    "report",
+)
+
+
+def _register_commands() -> None:
     import importlib
 
-    return importlib.import_module(".commands", __package__).cli
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f".{name}", __package__).register(cli)
+
+
+_register_commands()
+
+
+def create_parser() -> click.Group:
+    """The click command group (for documentation tools and embedding)."""
+    return cli
 
 
 # --------------------------------------------------------------------------- main
@@ -283,15 +415,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     real = sys.stdout
     sys.stdout = _Output(real)  # type: ignore[assignment]
     try:
-        from .fastargs import run_check_fast
-
-        result = run_check_fast(args, PROG, create_parser)  # `check` read without click, or None
-        if result is None:
-            result = create_parser().main(args=args, prog_name=PROG, standalone_mode=False)
+        result = cli.main(args=args, prog_name=PROG, standalone_mode=False)
         sys.stdout.flush()
     except OutputError as exc:
         return _output_failed(str(exc))
-    except KeyboardInterrupt:
+    except click.UsageError as exc:
+        exc.show()
+        return EXIT_ERROR
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_ERROR
+    except (click.Abort, KeyboardInterrupt):
         sys.stderr.write("interrupted\n")
         return 130
     except Terminated:  # SIGTERM while inputs were read: workers are gone, no output file written
@@ -308,13 +442,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as exc:  # a stream outside the guarded one
         return _output_failed(_io_reason(exc))
     except Exception as exc:  # noqa: BLE001 - never a traceback
-        click = sys.modules.get("click")  # its errors come only from code that imported it
-        if click is not None and isinstance(exc, click.ClickException):  # usage errors among them
-            exc.show()
-            return EXIT_ERROR
-        if click is not None and isinstance(exc, click.Abort):
-            sys.stderr.write("interrupted\n")
-            return 130
         try:
             _internal_error(sys.stderr, None, exc)
         except Exception:  # noqa: BLE001 - stderr itself is gone

@@ -8,18 +8,17 @@ nearest ``pyproject.toml``; options given here win.  A progress bar is drawn on
 standard error only when it is a terminal.
 
 Everything heavy (the checker, pydantic models, rich) is imported inside the
-command, so registering it costs nothing at start-up; click itself only when the
-command line is not one :mod:`codeparse.cli.fastargs` reads (:func:`check_main` runs
-the command either way).
+command, so registering it costs nothing at start-up.
 """
 
 from __future__ import annotations
 
+import click
 import json
 import sys
 from typing import Any, Optional, TextIO
 
-__all__ = ["register", "run_check", "check_main", "FORMATS", "render_table"]
+__all__ = ["register", "run_check", "FORMATS", "render_table"]
 
 FORMATS = ("table", "concise", "json", "jsonl", "sarif", "github")
 
@@ -134,12 +133,12 @@ def _write_report(data: dict, fmt: str, out: TextIO, color: Optional[bool], stat
         for item in data["inputs"]:
             out.write(dumps(item) + "\n")
     elif fmt == "sarif":
-        from .about import version
+        from .app import _version
         from ..output.sarif import to_sarif
 
         from ..contract.records import indented_json
 
-        out.write(indented_json(to_sarif(report, version(), source_root=policy.source_root,
+        out.write(indented_json(to_sarif(report, _version(), source_root=policy.source_root,
                                          include_library=policy.include_library)) + "\n")
     elif fmt == "concise":
         from ..output.reporters import render_concise
@@ -302,8 +301,6 @@ _FORMAT_HELP = ("table for people; concise (path:line:col: CODE message); json (
 
 def _policy_options(command: Any) -> Any:
     """The policy switches ``check`` and ``scan`` share (each mirrors a [tool.codeparse] key)."""
-    import click
-
     options = [
         click.option("--select", default=None, metavar="CODES", help="Comma-separated codes or prefixes to report."),
         click.option("--ignore", default=None, metavar="CODES", help="Comma-separated codes or prefixes never reported."),
@@ -341,22 +338,8 @@ def _policy_options(command: Any) -> Any:
 _POLICY_KEYS = ("select", "ignore", "fail_on", "exclude", "extend_exclude", "baseline", "source_root", "include_library")
 
 
-def check_main(paths: tuple[str, ...], fmt: str, output_file: Optional[str], jobs: int, config: Optional[str],
-               color: Optional[bool], exit_zero: bool, statistics: bool, quiet: bool,
-               write_baseline: Optional[str], skip_other: bool, dask_scheduler: Optional[str],
-               cache_dir: Optional[str], isolated: bool, **options: Any) -> int:
-    """The ``check`` command with its parameters read (click's, or
-    :func:`codeparse.cli.fastargs.check_params`, by the same names and in the same order)."""
-    return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color,
-                     output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
-                     write_baseline=write_baseline, skip_other=skip_other, cache_dir=cache_dir,
-                     dask=dask_scheduler, isolated=isolated)
-
-
-def register(group: "click.Group") -> None:
+def register(group: click.Group) -> None:
     """Add ``check`` and ``scan`` to the ``codeparse`` command group."""
-    import click
-
     from .output import output_options
 
     @group.command("check")
@@ -399,8 +382,10 @@ def register(group: "click.Group") -> None:
         Exit status: 0 clean, 1 findings at or above the failing severity, 2 an input
         could not be read.
         """
-        return check_main(paths, fmt, output_file, jobs, config, color, exit_zero, statistics, quiet,
-                          write_baseline, skip_other, dask_scheduler, cache_dir, isolated, **options)
+        return run_check(list(paths), fmt, options, jobs, config, sys.stdout, sys.stderr, color=color,
+                         output_file=output_file, exit_zero=exit_zero, statistics=statistics, quiet=quiet,
+                         write_baseline=write_baseline, skip_other=skip_other, cache_dir=cache_dir,
+                         dask=dask_scheduler, isolated=isolated)
 
     @group.command("scan")
     @click.argument("paths", nargs=-1, required=True, metavar="PATH...")

@@ -4,12 +4,11 @@ kept as an alias) and ``--output-file``/``-o``.
 ``output_options(choices, default)`` adds both to a click command as the parameters
 ``fmt`` and ``output_file``; :func:`opened` gives the stream to write to (standard
 output, or the file, created with its folders, written as UTF-8, closed at the end).
-Neither imports click before it is needed: ``codeparse check`` runs without it
-(:mod:`codeparse.cli.fastargs`).
 """
 
 from __future__ import annotations
 
+import click
 import contextlib
 import sys
 from pathlib import Path
@@ -20,8 +19,6 @@ __all__ = ["output_options", "opened"]
 
 def output_options(choices: Sequence[str], default: str, help_text: str = "") -> Callable[[Any], Any]:
     """``--output-format/--format`` among ``choices`` and ``--output-file/-o FILE``."""
-
-    import click
 
     def decorate(command: Any) -> Any:
         command = click.option(
@@ -53,8 +50,6 @@ def opened(output_file: Optional[str]) -> Iterator[TextIO]:
         fd, temp = tempfile.mkstemp(prefix=".codeparse-", suffix=".tmp", dir=path.parent)
         handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
     except OSError as exc:
-        import click
-
         raise click.UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}") from None
     try:
         with handle:
