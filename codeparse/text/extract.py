@@ -303,6 +303,8 @@ class Extractor:
         defs: list[Stmt] = []
         intern = self.intern
         span = self.source.span
+        starts = self.source.line_starts
+        last = len(starts)
         for child in stmt.body:
             k = child.kind
             if k == "def":
@@ -319,7 +321,7 @@ class Extractor:
                 continue
             if k == "attribute_decl" or k == "final_decl" or k == "annotation_decl":
                 if numbers is None:
-                    raw_name, typ = raw.group("name"), raw.group("type")
+                    raw_name, typ = raw.group("name", "type")
                 else:
                     raw_name, typ = raw.group(numbers["name"]), raw.group(numbers["type"])
                 value = None
@@ -331,14 +333,22 @@ class Extractor:
                 typ = typ if typ is None else intern(typ)
             elif k == "assign":  # enum members, `RED = 1`
                 if numbers is None:
-                    raw_name, value = raw.group("targets"), raw.group("value")
+                    raw_name, value = raw.group("targets", "value")
                 else:
                     raw_name, value = raw.group(numbers["targets"]), raw.group(numbers["value"])
                 typ = child.group("type") if child.rule.captures("type") else None
                 final = False
             else:
                 continue
-            attributes.append(_attribute(raw_name, typ, final, value, span(child.start, child.end)))
+            # span(start, end) inline for a declaration on one line, as they all are
+            at, to = child.start, child.end
+            line = bisect_right(starts, at)
+            line_start = starts[line - 1]
+            if line == last or to < starts[line]:
+                where = span_data(at, to, line, at - line_start + 1, line, to - line_start + 1)
+            else:
+                where = span(at, to)
+            attributes.append(_attribute(raw_name, typ, final, value, where))
         return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
                 "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
 
@@ -438,6 +448,8 @@ class Extractor:
         params = []
         annotations: dict[str, Optional[str]] = {}
         gid = self.grammar.id
+        starts = src.line_starts
+        last = len(starts)
         for start, end in stmt.match.spans("param"):
             key = (gid, text[start:end])
             read = _PARAMS.get(key, False)
@@ -451,7 +463,14 @@ class Extractor:
                 pname, ann, default = key[1], None, None
             else:
                 pname, ann, default = read
-            params.append(_param(intern(pname), ann if ann is None else intern(ann), default, src.span(start, end)))
+            # src.span(start, end) inline for a parameter on one line, as most are
+            line = bisect_right(starts, start)
+            line_start = starts[line - 1]
+            if line == last or end < starts[line]:
+                where = span_data(start, end, line, start - line_start + 1, line, end - line_start + 1)
+            else:
+                where = src.span(start, end)
+            params.append(_param(intern(pname), ann if ann is None else intern(ann), default, where))
             annotations[pname] = ann
         self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
         if owner:
@@ -470,7 +489,7 @@ class Extractor:
                               functions=self.lookup, active=self._active)
         for pname, ann in annotations.items():
             facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
-        walk = _Walk(self, facts)
+        walk = _Walk(self, facts, text.find(_NEW, stmt.start, stmt.block_end) != -1)
         walk.block(stmt.body, 0, ())
         inference = Inference(text, self.reader, facts, self.sem)
         callee = Callee(qualified, inference, [(p["name"], p["default"] is not None) for p in params],
@@ -666,14 +685,13 @@ class Extractor:
             for m in references(text, *stretch):
                 group = m.lastindex
                 if group == call_g:
-                    callee = m.group(callee_g)
+                    at, open_pos = m.span(callee_g)  # the call's parenthesis follows its callee
+                    callee = text[at:open_pos]
                     found = call_kinds.get(callee, False)
                     if found is False:
-                        found = call_kinds[callee] = call_kind(callee, m.span(callee_g))
+                        found = call_kinds[callee] = call_kind(callee, (at, open_pos))
                     if found is None:
                         continue
-                    at = m.start(callee_g)
-                    open_pos = m.end(group) - 1
                     close = -1 if spanned else m.end(extent_g)
                 elif group == recv_g or group == paren_g:
                     at = m.start(group)
@@ -908,8 +926,9 @@ _INIT = "__init__"
 class _Walk:
     """One pass over a function body: definitions, ifs, loops, assignment targets."""
 
-    def __init__(self, ex: Extractor, facts: FunctionFacts):
+    def __init__(self, ex: Extractor, facts: FunctionFacts, builds: bool = True):
         self.ex = ex
+        self.builds = builds  # whether the body may build an object (holds `.__new__(`)
         self.facts = facts
         self.text = ex.text
         self._identifier = ex._identifier
@@ -1025,6 +1044,7 @@ class _Walk:
         defs = self.facts.defs
         mutators = self.ex._mutators
         find = text.find
+        builds = self.builds
         for s in stmts:
             k = s.kind
             if k == "assign":
@@ -1055,7 +1075,7 @@ class _Walk:
                         found.append(d)
                     if mutates:
                         self.mutation(value, scopes, start)
-                    if find(_NEW, v0, v1) != -1:
+                    if builds and find(_NEW, v0, v1) != -1:
                         self.objects.add(name)
                 else:
                     self.bind(target, "assign", value, scopes, start, annotation)
