@@ -33,7 +33,7 @@ def collector_off():
 
 
 def inferences() -> int:
-    return sum(1 for o in gc.get_objects() if isinstance(o, Inference))
+    return sum(1 for o in gc.get_objects() if type(o) is Inference)
 
 
 def entries() -> list[tuple[str, bytes]]:
