@@ -150,14 +150,19 @@ def past_first_dimension(node: Expr, operator: Any) -> Optional[Expr]:
     literal decides it: ``torch.size(t, 1)``, ``torch.slice(torch.size(t), 2)`` (``t.shape[2:]``),
     ``torch.size(t)[1]``; else None.  ``operator(call)`` names a call's operator (or None)."""
     if isinstance(node, CallExpr) and node.args:
-        name = operator(node)
-        if name in ("size", "sym_size") and len(node.args) == 2 and _from_one(node.args[1]):
-            return node.args[0]
-        if name == "slice" and len(node.args) >= 2 and _from_one(node.args[1]):
-            return _all_sizes(node.args[0], operator)
-        return None
+        return _call_past_first_dimension(node.args, operator(node), operator)
     if isinstance(node, Index) and len(node.items) == 1 and _from_one(node.items[0]):
         return _all_sizes(node.value, operator)
+    return None
+
+
+def _call_past_first_dimension(args: list, name: Optional[str], operator: Any) -> Optional[Expr]:
+    """:func:`past_first_dimension` of a call with arguments ``args`` whose operator is
+    ``name`` (None: no operator), for a caller that has asked the operator already."""
+    if name in ("size", "sym_size") and len(args) == 2 and _from_one(args[1]):
+        return args[0]
+    if name == "slice" and len(args) >= 2 and _from_one(args[1]):
+        return _all_sizes(args[0], operator)
     return None
 
 
@@ -458,14 +463,8 @@ class FunctionDataDependence:
                 args = n.args
                 okind, name = op(n)  # the question past_first_dimension asks first
                 if args:
-                    # past_first_dimension(n) with the operator known
-                    beyond = None
-                    if okind == "operator":
-                        if name in ("size", "sym_size"):
-                            if len(args) == 2 and _from_one(args[1]):
-                                beyond = args[0]
-                        elif name == "slice" and len(args) >= 2 and _from_one(args[1]):
-                            beyond = _all_sizes(args[0], self._operator_name)
+                    beyond = _call_past_first_dimension(args, name if okind == "operator" else None,
+                                                        self._operator_name)
                     if beyond is not None and self.first_dim_only(beyond):
                         continue  # `kept.size(1)` of `kept = x[keep]`: a static size
                     if okind == "operator" and name in reads:
