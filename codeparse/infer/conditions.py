@@ -56,11 +56,11 @@ from typing import Optional
 from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq
 from .callees import Calls
 from .facts import LOOPS, Definition, FunctionFacts, Scope
-from .memo import DEEPEST_CYCLE, DepthLimit, Memo, TooDeep, depth, drive, driving, nesting
+from .memo import DEEPEST_CYCLE, EMPTY, DepthLimit, Memo, TooDeep, depth, drive, driving, nesting
 from .names import MAX_RESOLVE_DEPTH, Names, dotted
 from .resolved import Resolver
 from .semantics import Semantics
-from .sources import EMPTY, RANK, VALUE_MARKS, remark, union, union2
+from .sources import RANK, VALUE_MARKS, SourceBits
 from .types import literal_type
 from .valuetypes import ValueTypes
 
@@ -81,7 +81,7 @@ class Inference:
         self.sem = sem
         names = self.names = Names(text, reader, facts, sem)
         types = self.types = ValueTypes(names)
-        calls = self.calls = Calls(names, types, self._visit)
+        calls = self.calls = Calls(names, types, self._visit_sets)
         types.callee_of = calls.callee_of
         memo = self._memo_entries = Memo()
         memo.warm = self._read_ahead
@@ -119,6 +119,7 @@ class Inference:
         self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
         self._attributes: dict[str, tuple] = {}  # path from self -> its visit as a source (see _attribute_source)
         self._through: dict[str, Optional[tuple]] = {}  # name -> _passed_through(name)
+        self._bits: Optional[SourceBits] = None  # the visits' sources, made on the first visit
 
     def _read_ahead(self) -> None:
         """Read every definition's value and type every name bound to a path from ``self``:
@@ -133,20 +134,22 @@ class Inference:
         self.types.type_paths()
 
     # -- conditions ------------------------------------------------------------
-    # A visit returns the sources beneath a node as a set of
-    # (ref, mark, natural kind, type): `mark` is the marking operator nearest the
-    # condition above the source inside the node (None if none); an outer mark replaces
-    # it (rule 8).  Results are memoized per name use and per definition (see memo).
+    # A visit returns the sources beneath a node, each (ref, mark, natural kind, type):
+    # `mark` is the marking operator nearest the condition above the source inside the
+    # node (None if none); an outer mark replaces it (rule 8); and the pins.  Results are
+    # ints (sources.SourceBits: a union is `|`), memoized per name use and per definition
+    # (see memo).
 
     def condition(self, test: tuple[int, int], scopes: tuple[Scope, ...]) -> dict:
         node = self.tree(test)
         try:
-            found, pins = self.sources_of(node, scopes)
+            answer = self._answer(node, scopes)
         except DepthLimit:
             text = self.text[test[0]:test[1]]
             return {"text": text, "resolved": self.resolved(node), "kind": "unknown",
                     "sources": [{"ref": text[:_MAX_REF], "kind": "unknown", "type": "unknown"}],
                     "none_check": self.none_check(node), "too_deep": DEEPEST_CYCLE}
+        found, pins = self._bits.sets(answer)
         pins = dict(pins)
         if isinstance(node, (Name, Attr)):
             # The whole condition is this value: it is a bool.
@@ -177,15 +180,24 @@ class Inference:
             "none_check": self.none_check(node),
         }
 
-    def sources_of(self, node: Expr, scopes: tuple[Scope, ...]):
+    def sources_of(self, node: Expr, scopes: tuple[Scope, ...]) -> tuple[frozenset, frozenset]:
         """(sources, pins) of an expression: a depth-first visit, memoized, resumed where
         it goes too deep (see drive); raises DepthLimit when even that cannot answer."""
+        answer = self._answer(node, scopes)
+        return self._bits.sets(answer)
+
+    def _answer(self, node: Expr, scopes: tuple[Scope, ...]) -> int:
+        """:meth:`sources_of` as bits."""
         if self._in_loop is None:
             self._mutated, self._in_loop = self.names.mutated_in_loop()
+            self._bits = SourceBits()
         if driving[0]:
             return self._visit(node, scopes)
         return drive(lambda: self._visit(node, scopes))
 
+    def _visit_sets(self, node: Expr, scopes: tuple[Scope, ...]) -> tuple[frozenset, frozenset]:
+        """The visit of ``node`` as sets (what calls.Calls maps onto a call)."""
+        return self._bits.sets(self._visit(node, scopes))
 
     def _visit(self, node: Expr, scopes: tuple[Scope, ...]):
         """(sources, pins) beneath ``node``, used at ``scopes``."""
@@ -195,7 +207,7 @@ class Inference:
             leaf = self._leaves.get(name, False)
             if leaf is False:
                 leaf = self._leaves[name] = self._leaf(name)
-            if type(leaf) is tuple:
+            if type(leaf) is int:
                 return leaf
             # Rule 7: the loops that carry a value of the name into this use.
             carried = self._carried(name, node.start, scopes) if scopes and name in self._in_loop else ()
@@ -231,7 +243,7 @@ class Inference:
             return EMPTY
         sem = self.sem
         if isinstance(node, Opaque):
-            return frozenset({(self.text[node.start:node.end][:_MAX_REF], None, "unknown", None)}), frozenset()
+            return self._bits.source(self.text[node.start:node.end][:_MAX_REF], None, "unknown", None)
         if isinstance(node, Attr):
             path = self.expr_path(node)
             if path:
@@ -254,10 +266,10 @@ class Inference:
         if name in self.sem.literals or name == facts.self_name:
             return EMPTY
         if name in facts.params:
-            return frozenset({(name, None, "argument", facts.params[name])}), frozenset()
+            return self._bits.source(name, None, "argument", facts.params[name])
         defs = facts.defs.get(name)
         if not defs:
-            return frozenset({(name, None, "unknown", None)}), frozenset()
+            return self._bits.source(name, None, "unknown", None)
         if len(defs) != 1:
             return None
         for scope in defs[0].scopes:
@@ -338,27 +350,13 @@ class Inference:
         memo[name] = found
         return found
 
-    def _visit_all(self, nodes: list, scopes: tuple[Scope, ...]):
-        """The union of the visits of ``nodes`` (as union of them, without the lists)."""
+    def _visit_all(self, nodes: list, scopes: tuple[Scope, ...]) -> int:
+        """The union of the visits of ``nodes``."""
         visit = self._visit
-        first = sources = pins = None
+        found = 0
         for node in nodes:
-            r = visit(node, scopes)
-            if r[0] or r[1]:
-                if first is None:
-                    first = r
-                elif sources is None:
-                    sources, pins = set(first[0]), set(first[1])
-                    sources.update(r[0])
-                    pins.update(r[1])
-                else:
-                    sources.update(r[0])
-                    pins.update(r[1])
-        if first is None:
-            return EMPTY
-        if sources is None:
-            return first
-        return frozenset(sources), frozenset(pins)
+            found |= visit(node, scopes)
+        return found
 
     def _visit_name(self, name: str, scopes: tuple[Scope, ...], carried: tuple[Scope, ...]):
         path = self.name_path(name)
@@ -372,18 +370,18 @@ class Inference:
                 defs = self._single_def(name, found[0])
             else:
                 defs = self._enter(name, self._visit_defs, (name,))
-        parts = [defs]
+        found = defs
         # Control dependence: the ifs and loops around a definition that do not also
         # surround the use (a loop's outputs depend on its trip count), and the loops that
         # carry a definition into the use (rule 7).
         for scope, def_scopes in self._controls(name):
             if scope not in scopes or scope in carried:
                 key = ("test", scope, def_scopes)
-                found = self._memo_results.get(key)
-                if found is None:
-                    found = self._enter(key, self._visit_test, (scope, def_scopes))
-                parts.append(found)
-        return union(parts)
+                test = self._memo_results.get(key)
+                if test is None:
+                    test = self._enter(key, self._visit_test, (scope, def_scopes))
+                found |= test
+        return found
 
     def _visit_some(self, name: str, scopes: tuple[Scope, ...], kept: tuple[Definition, ...],
                     carried: tuple[Scope, ...]):
@@ -393,11 +391,11 @@ class Inference:
         if path and path != self.facts.self_name:
             return self._alias_attribute(name, path, scopes)
         memo = self._memo_results
-        parts = []
+        parts = 0
         controls: dict = {}
         for d in kept:
             found = memo.get(id(d))
-            parts.append(found if found is not None else self._enter(id(d), self._visit_def, (d,)))
+            parts |= found if found is not None else self._enter(id(d), self._visit_def, (d,))
             for scope in d.scopes:
                 if scope.kind in ("if", "for", "while"):
                     controls.setdefault((scope, d.scopes), None)
@@ -407,8 +405,8 @@ class Inference:
                 found = memo.get(key)
                 if found is None:
                     found = self._enter(key, self._visit_test, (scope, def_scopes))
-                parts.append(found)
-        return union(parts)
+                parts |= found
+        return parts
 
     def _attribute(self, path: str, start: int, scopes: tuple[Scope, ...]):
         """A read of ``path`` from ``self`` at ``start``: the attribute, and where the
@@ -419,20 +417,19 @@ class Inference:
         sets = self.facts.self_sets.get(path)
         if not sets or path in self._reading:
             return found
-        parts = [found]
         self._reading.add(path)
         try:
             for d in sets:
                 if d.start >= start and not any(
                         scope.kind in LOOPS and scope in scopes for scope in d.scopes):
                     continue
-                parts.append(self._visit(self.tree(d.value), d.scopes))
+                found |= self._visit(self.tree(d.value), d.scopes)
                 for scope in d.scopes:
                     if scope.kind in ("if", "for", "while"):
-                        parts.append(self._visit_test(scope, d.scopes))
+                        found |= self._visit_test(scope, d.scopes)
         finally:
             self._reading.discard(path)
-        return union(parts)
+        return found
 
     def _alias_attribute(self, name: str, path: str, scopes: tuple[Scope, ...]):
         """A use of a local that stands for ``path`` from ``self``: read where it is bound."""
@@ -445,18 +442,17 @@ class Inference:
         """The visit of ``path`` from ``self`` as a source (its declared type), once per path."""
         found = self._attributes.get(path)
         if found is None:
-            found = self._attributes[path] = (
-                frozenset({(path, None, "attribute", self.declared(path)[1])}), frozenset())
+            found = self._attributes[path] = self._bits.source(path, None, "attribute", self.declared(path)[1])
         return found
 
     def _visit_defs(self, name: str):
         memo = self._memo_results
-        parts = []
+        parts = 0
         for d in self.facts.defs[name]:
             key = id(d)  # the entry of one definition: its identity
             found = memo.get(key)
-            parts.append(found if found is not None else self._enter(key, self._visit_def, (d,)))
-        return union(parts)
+            parts |= found if found is not None else self._enter(key, self._visit_def, (d,))
+        return parts
 
     def _visit_test(self, scope: Scope, scopes: tuple[Scope, ...]):
         return self._visit(self.tree(scope.test), scopes)
@@ -505,14 +501,14 @@ class Inference:
         if kind == "function":
             if target and sem.is_runtime_function(target):
                 # Rule 1: by its full name, wherever it is reached (an alias included).
-                return frozenset({(target, None, "runtime", "bool")}), frozenset()
+                return self._bits.source(target, None, "runtime", "bool")
             callee = self.callee_of(node)
             if target and not node.args and target.rpartition(".")[2] in sem.runtime_copies and (
                     callee is None or not callee.summary()):
                 # a copy of a tracing predicate (torchvision's `_is_tracing` in user code)
-                return frozenset({(target, None, "runtime", "bool")}), frozenset()
+                return self._bits.source(target, None, "runtime", "bool")
             if callee is not None:
-                return self._follow(callee, node, None, scopes)
+                return self._bits.of_sets(self._follow(callee, node, None, scopes))
             return self._visit_all(operands, scopes)
         return self._visit_operator(node, target, operands, scopes, args)
 
@@ -525,19 +521,19 @@ class Inference:
         found = self._attribute_source(path) if path else self._visit(receiver, scopes)
         callee = self.callee_of(node)
         if callee is not None:
-            return union2(found, self._follow(callee, node, receiver, scopes))
-        if len(operands) == 1:
-            return union2(found, self._visit(operands[0], scopes))
+            return found | self._bits.of_sets(self._follow(callee, node, receiver, scopes))
         visit = self._visit
-        return union([found, *[visit(a, scopes) for a in operands]])
+        for a in operands:
+            found |= visit(a, scopes)
+        return found
 
     def _visit_operator(self, node: CallExpr, target: Optional[str], operands: list, scopes, args: list):
         mark, name, role = self.sem.operator_facts(target) if target else (None, "", None)
         if mark == "runtime":
             text = dotted(node.func) or target
             typ = "bool" if name.startswith(("is_", "has_", "are_", "_is_")) else None
-            return frozenset({(text, None, "runtime", typ)}), frozenset()
-        pins: Optional[set[tuple[str, str]]] = None
+            return self._bits.source(text, None, "runtime", typ)
+        pins = 0
         if role is not None:
             if role == "tensor_only":
                 # `len(t)`, and `len(t.tolist())`: the list's length is t's size, not its values.
@@ -549,19 +545,18 @@ class Inference:
         if mark in VALUE_MARKS and args:
             ref, declared = self._ref_type(args[0])
             if ref and not declared:
-                if pins is None:
-                    pins = set()
-                pins.add((ref, "Tensor"))
-        found, inner_pins = self._visit_all(operands, scopes)
+                pins |= self._bits.pin(ref, "Tensor")
+        found = self._visit_all(operands, scopes)
         if mark:
-            if not found and mark in VALUE_MARKS and args and not self._hold_back():
+            bits = self._bits
+            if not (found & ~bits.pins) and mark in VALUE_MARKS and args and not self._hold_back():
                 # Rule 2: the operator reads a Tensor that no named source produced.
                 operand = self.resolved(args[0])[:_MAX_REF]
-                self._memo_entries.rule2_refs.add(operand)  # (see memo.Memo._settle_named)
-                found = frozenset({(operand, mark, "unknown", "Tensor")})
+                self._memo_entries.rule2_made |= bits.value_marked(operand, "unknown", "Tensor")  # (see memo)
+                found = (found & bits.pins) | bits.source(operand, mark, "unknown", "Tensor")
             else:
-                found = remark(found, mark)
-        return found, inner_pins | pins if pins else inner_pins
+                found = bits.remark(found, mark)
+        return found | pins
 
     def _hold_back(self) -> bool:
         """Whether rule 2 is held back here (a cycle settling its named sources first),
@@ -572,16 +567,16 @@ class Inference:
             return True
         return False
 
-    def _pins(self, args: list) -> set[tuple[str, str]]:
+    def _pins(self, args: list) -> int:
         """`torch.eq(x, True)`: the literal pins the other operand's type."""
-        out = set()
+        out = 0
         for this, other in ((args[0], args[1]), (args[1], args[0])):
             typ = literal_type(other, self.sem)
             # An int literal does not pin: `torch.lt(is_float, 0)` compares a float.
             if typ and typ not in ("NoneType", "int"):
                 ref, declared = self._ref_type(this)
                 if ref and not declared:
-                    out.add((ref, typ))
+                    out |= self._bits.pin(ref, typ)
         return out
 
     def none_check(self, node: Expr) -> bool:

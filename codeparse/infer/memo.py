@@ -1,7 +1,8 @@
 """Memoized visits: each entry computed once, cycles settled, depth bounded.
 
 Takes entries, each a key and how to compute it (a visit of a name's use, of a definition,
-of an enclosing test, of a function's summary).  Gives each entry's result, computed once
+of an enclosing test, of a function's summary), whose results are ints (sets of bits,
+:class:`~codeparse.infer.sources.SourceBits`).  Gives each entry's result, computed once
 per key however many paths reach it.  How: the entries form a graph (an entry reads the
 entries its computation reaches), walked depth-first with Tarjan's low-link bookkeeping
 (:class:`Memo`, one per function).  An entry read while its component is still open (a
@@ -38,13 +39,13 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from .sources import EMPTY, rule2_sources, without
 
 DEEP = 80  # memo entries on the stack (all functions together) before a visit is resumed deeper
 _MAX_ROUNDS = 64  # rounds of a cycle's fixpoint (results only grow; a few rounds settle it)
 # A cycle's named sources settle from what its walk gave (see Memo._settle_named); off
 # (from nothing) only to check that both give the same (tests/test_inference_memo.py).
 WARM_START = True
+EMPTY = 0  # the result of an entry read before it gave any (results are ints: sources.SourceBits)
 
 nesting = [0]  # memo entries being computed, in every Memo of the process
 
@@ -186,7 +187,7 @@ class Memo:
         self.named_only = False  # rule 2's operand sources held back (a cycle settling)
         self.held_back = False  # a visit held rule 2 back (set by the visits while named_only)
         self._settled = True  # whether the last _settle reached a fixpoint within _MAX_ROUNDS
-        self.rule2_refs: set = set()  # operands rule 2 made sources of here (see _settle_named)
+        self.rule2_made = 0  # the sources rule 2 made here, with each value mark (see _settle_named)
         # What a walk deep through these entries would compute first deep in the stack,
         # computed ahead by drive the first time such a walk stops (see drive).
         self.warm: Optional[Callable[[], None]] = None
@@ -286,7 +287,8 @@ class Memo:
             result = provisional[root]
         memo, index, computers, reread, reads = self.results, self._index, self._computers, self._reread, self._reads
         for key in members:
-            memo[key] = provisional.pop(key, None) or (result if key == root else EMPTY)
+            found = provisional.pop(key, None)
+            memo[key] = found if found is not None else (result if key == root else EMPTY)
             del index[key]
             del computers[key]
             reread.discard(key)
@@ -300,8 +302,8 @@ class Memo:
         the least fixpoint of computing them without rule 2.
 
         The rounds start from what the walk that met the entries gave, less every source
-        rule 2 made in this function's visits (``rule2_refs``, noted by the visits), with
-        any mark: without rule 2 the computation is monotone, and those results lie below
+        rule 2 made in this function's visits (``rule2_made``, noted by the visits), with
+        either value mark: without rule 2 the computation is monotone, and those results lie below
         that fixpoint (each was computed from results read empty or as the walk gave them,
         and what rule 2 adds to a result is such sources only), so rounds from there reach
         the fixpoint rounds from nothing reach, in fewer rounds (the walk was a first one).
@@ -310,9 +312,9 @@ class Memo:
         members = self._tstack[at:]
         if WARM_START:
             provisional[root] = result
-            made = rule2_sources(self.rule2_refs)
+            kept = ~self.rule2_made
             for key in members:
-                provisional[key] = without(provisional[key], made)
+                provisional[key] &= kept
             held = self._settle(at)
             if self._settled:
                 return held
