@@ -4,7 +4,8 @@ Over every code text of ``fixtures/text`` (printed by torch): the definitions
 :meth:`~codeparse.infer.datadep.FunctionDataDependence.mutated_in_place` leaves unread (no
 in-place call can be in their text) hold no in-place write; a cycle settled from what its
 walk gave gives what it gives settled from nothing; a name's span tells a parenthesised
-name as its text does.
+name as its text does; what the visits tell of one name (mutated, defined in a loop) is
+what a reading of the whole function tells.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 import codeparse
 from codeparse.infer import datadep, memo
 from codeparse.infer.datadep import FunctionDataDependence
+from codeparse.infer.sources import SourceBits
 from codeparse.parse.expressions import names_in
 from codeparse.text import extract
 
@@ -116,3 +118,25 @@ def test_a_name_is_parenthesised_exactly_when_its_span_is_longer_than_it(inferen
                     assert (inf.text[n.start:n.end] != n.id) == longer, (inf.text[n.start:n.end], n.id)
                     parenthesised += longer
     assert seen > 10_000 and parenthesised > 100
+
+
+def test_a_names_flags_are_those_of_the_whole_function_reading(inferences):
+    """conditions.Inference._leaf tells, per name, whether a mutation defines it and
+    whether it has a definition inside a loop: over every name defined in every function
+    of every fixture text, what names.Names.mutated_in_loop finds reading every
+    definition of the function at once."""
+    mutated_seen = looped_seen = 0
+    for inf in inferences:
+        mutated, in_loop = inf.names.mutated_in_loop()
+        if inf._bits is None:
+            inf._bits = SourceBits()
+        for name in inf.facts.defs:
+            leaf = inf._leaf(name)
+            if type(leaf) is int:  # a literal, self or a parameter: no definition decides it
+                assert name in inf.facts.params or name == inf.facts.self_name or name in inf.sem.literals
+                continue
+            _, is_mutated, is_looped = leaf
+            assert (is_mutated, is_looped) == (name in mutated, name in in_loop), (inf.facts.owner, name)
+            mutated_seen += is_mutated
+            looped_seen += is_looped
+    assert mutated_seen > 20 and looped_seen > 100

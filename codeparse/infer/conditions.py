@@ -55,7 +55,7 @@ from typing import Optional
 
 from ..parse.expressions import Attr, CallExpr, Const, Expr, ExpressionReader, Index, Name, Opaque, Seq
 from .callees import Calls
-from .facts import LOOPS, Definition, FunctionFacts, Scope
+from .facts import LOOPS, MUTATIONS, Definition, FunctionFacts, Scope
 from .memo import DEEPEST_CYCLE, EMPTY, DepthLimit, Memo, TooDeep, depth, drive, driving, nesting
 from .names import MAX_RESOLVE_DEPTH, Names, dotted
 from .resolved import Resolver
@@ -99,9 +99,6 @@ class Inference:
         self._local_receiver = names.local_receiver
         self._defs_before = names.defs_before
         self._controls = names.controls
-        # Names a mutation defines, names defined in a loop: found on the first visit.
-        self._mutated: Optional[set[str]] = None
-        self._in_loop: Optional[set[str]] = None
         self._carried = names.carried
         self.expr_type = types.expr_type
         self.name_type = types.name_type
@@ -116,7 +113,7 @@ class Inference:
         self._memo_results = memo.results
         self._enter = memo.enter
         self._reading: set[str] = set()  # self paths whose sets are being visited (_attribute)
-        self._leaves: dict[str, Optional[tuple]] = {}  # name -> its visit when no definition decides it
+        self._leaves: dict[str, object] = {}  # name -> _leaf(name)
         self._attributes: dict[str, tuple] = {}  # path from self -> its visit as a source (see _attribute_source)
         self._through: dict[str, Optional[tuple]] = {}  # name -> _passed_through(name)
         self._bits: Optional[SourceBits] = None  # the visits' sources, made on the first visit
@@ -149,7 +146,7 @@ class Inference:
             return {"text": text, "resolved": self.resolved(node), "kind": "unknown",
                     "sources": [{"ref": text[:_MAX_REF], "kind": "unknown", "type": "unknown"}],
                     "none_check": self.none_check(node), "too_deep": DEEPEST_CYCLE}
-        found, pins = self._bits.sets(answer)
+        found, pins = self._bits.listed(answer)
         pins = dict(pins)
         if isinstance(node, (Name, Attr)):
             # The whole condition is this value: it is a bool.
@@ -188,8 +185,7 @@ class Inference:
 
     def _answer(self, node: Expr, scopes: tuple[Scope, ...]) -> int:
         """:meth:`sources_of` as bits."""
-        if self._in_loop is None:
-            self._mutated, self._in_loop = self.names.mutated_in_loop()
+        if self._bits is None:
             self._bits = SourceBits()
         if driving[0]:
             return self._visit(node, scopes)
@@ -209,9 +205,10 @@ class Inference:
                 leaf = self._leaves[name] = self._leaf(name)
             if type(leaf) is int:
                 return leaf
+            single, mutated, looped = leaf
             # Rule 7: the loops that carry a value of the name into this use.
-            carried = self._carried(name, node.start, scopes) if scopes and name in self._in_loop else ()
-            if name in self._mutated:
+            carried = self._carried(name, node.start, scopes) if scopes and looped else ()
+            if mutated:
                 kept = self._defs_before(name, node.start, scopes)
                 if kept is not None:  # a mutation after this use defines nothing here
                     key = ("before", name, scopes, tuple(id(d) for d in kept), carried)
@@ -224,8 +221,8 @@ class Inference:
             found = self._memo_results.get(key)
             if found is not None:
                 return found
-            if leaf is not None:
-                return self._visit_single(name, leaf, key)
+            if single is not None:
+                return self._visit_single(name, single, key)
             if not carried:
                 through = self._through.get(name, False)
                 if through is False:
@@ -260,8 +257,10 @@ class Inference:
 
     def _leaf(self, name: str):
         """The visit of a name that no definition of this function decides (a literal,
-        ``self``, a parameter, an unknown name); else its definition when it has one and no
-        if or loop encloses it (see _visit_single); else None."""
+        ``self``, a parameter, an unknown name); else (its definition when it has one and no
+        if or loop encloses it (see _visit_single), else None; whether a mutation defines
+        it (:data:`~codeparse.infer.facts.MUTATIONS`); whether it has a definition inside a
+        loop (a use may see the value of an earlier pass))."""
         facts = self.facts
         if name in self.sem.literals or name == facts.self_name:
             return EMPTY
@@ -270,12 +269,26 @@ class Inference:
         defs = facts.defs.get(name)
         if not defs:
             return self._bits.source(name, None, "unknown", None)
-        if len(defs) != 1:
-            return None
-        for scope in defs[0].scopes:
-            if scope.kind in ("if", "for", "while"):
-                return None
-        return defs[0]
+        if len(defs) == 1:
+            single = defs[0]
+            looped = False
+            for scope in single.scopes:
+                if scope.kind in LOOPS:
+                    looped = True
+                    break
+                if scope.kind == "if":
+                    single = None
+            return (None if looped else single), defs[0].kind in MUTATIONS, looped
+        mutated = looped = False
+        for d in defs:
+            if d.kind in MUTATIONS:
+                mutated = True
+            if not looped:
+                for scope in d.scopes:
+                    if scope.kind in LOOPS:
+                        looped = True
+                        break
+        return None, mutated, looped
 
     def _passed_through(self, name: str) -> Optional[tuple]:
         """The definition of a name with one and no path from ``self``, with the ifs and
@@ -486,7 +499,19 @@ class Inference:
         if type(func) is Attr:
             receiver = self._local_receiver(func)
             if receiver is not None:
-                return self._visit_method(node, receiver, operands, scopes)
+                if self._is_tensor(receiver):  # a Tensor method: the operator of that name (method_operator)
+                    return self._visit_operator(node, f"aten::{func.attr}", [receiver, *operands], scopes,
+                                                [receiver, *args])
+                path = self.expr_path(receiver)
+                # Rule 3: a receiver rooted at self is a source; any other receiver is followed.
+                found = self._attribute_source(path) if path else self._visit(receiver, scopes)
+                callee = self.callee_of(node)
+                if callee is not None:
+                    return found | self._bits.of_sets(self._follow(callee, node, receiver, scopes))
+                visit = self._visit
+                for a in operands:
+                    found |= visit(a, scopes)
+                return found
         kind, target = self.callee_target(func)
         if kind == "intrinsic":
             if target == "getattr":
@@ -511,21 +536,6 @@ class Inference:
                 return self._bits.of_sets(self._follow(callee, node, None, scopes))
             return self._visit_all(operands, scopes)
         return self._visit_operator(node, target, operands, scopes, args)
-
-    def _visit_method(self, node: CallExpr, receiver: Expr, operands: list, scopes):
-        if self._is_tensor(receiver):  # a Tensor method: the operator of that name (method_operator)
-            return self._visit_operator(node, f"aten::{node.func.attr}", [receiver, *operands], scopes,
-                                        [receiver, *node.args])
-        path = self.expr_path(receiver)
-        # Rule 3: a receiver rooted at self is a source; any other receiver is followed.
-        found = self._attribute_source(path) if path else self._visit(receiver, scopes)
-        callee = self.callee_of(node)
-        if callee is not None:
-            return found | self._bits.of_sets(self._follow(callee, node, receiver, scopes))
-        visit = self._visit
-        for a in operands:
-            found |= visit(a, scopes)
-        return found
 
     def _visit_operator(self, node: CallExpr, target: Optional[str], operands: list, scopes, args: list):
         mark, name, role = self.sem.operator_facts(target) if target else (None, "", None)

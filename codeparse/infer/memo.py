@@ -101,14 +101,24 @@ def drive(thunk: Callable[[], Any]) -> Any:
     if driving[0]:
         return thunk()
     driving[0] = True
+    try:
+        try:
+            return thunk()
+        except (TooDeep, _AroundCycle) as stop:
+            stopped = [stop.with_traceback(None)]  # (not the abandoned frames)
+        return _resume(thunk, stopped.pop())
+    finally:
+        driving[0] = False
+        _reset_live()
+
+
+def _resume(thunk: Callable[[], Any], stop: Exception) -> Any:
+    """The rest of :func:`drive` once ``thunk()`` stopped at the depth limit (``stop``)."""
     todo: list = [(thunk, None)]
     recursion = sys.getrecursionlimit()
     try:
         while True:
-            _walk[0] = todo[-1][1]
-            try:
-                result = todo[-1][0]()
-            except (TooDeep, _AroundCycle) as stop:
+            if stop is not None:
                 stopped = [memo for memo in _live if memo.warm is not None]
                 _reset_live()
                 for memo in stopped:  # the walk goes deep: read ahead on a shallow stack
@@ -125,22 +135,26 @@ def drive(thunk: Callable[[], Any]) -> Any:
                     sys.setrecursionlimit(max(recursion, 8 * depth[0] + 1000))
                     todo = [(thunk, None)]  # start again, in longer strides
                     _resumed.clear()
-                    continue
-                if len(todo) > _MAX_RESUMES:
-                    raise DepthLimit() from None
-                _resumed.add(stop.key)
-                todo.append((stop.resume, stop.key))
+                else:
+                    if len(todo) > _MAX_RESUMES:
+                        raise DepthLimit() from None
+                    _resumed.add(stop.key)
+                    todo.append((stop.resume, stop.key))
+                stop = None
+            _walk[0] = todo[-1][1]
+            try:
+                result = todo[-1][0]()
+            except (TooDeep, _AroundCycle) as stopped_at:
+                stop = stopped_at.with_traceback(None)
                 continue
             _resumed.discard(todo.pop()[1])
             if not todo:
                 return result
     finally:
-        driving[0] = False
         depth[0] = DEEP
         _walk[0] = None
         _resumed.clear()
         sys.setrecursionlimit(recursion)
-        _reset_live()
 
 
 def _cycle_at_least(todo: list, stop: Exception) -> int:

@@ -110,6 +110,11 @@ class SourceBits:
         """The (sources, pins) of ``bits``."""
         if not bits:
             return EMPTY
+        found, pins = self.listed(bits)
+        return frozenset(found), frozenset(pins)
+
+    def listed(self, bits: int) -> tuple[list, list]:
+        """The sources and the pins of ``bits``, each in the order of their slots."""
         keys = self.keys
         found = []
         pins = []
@@ -124,7 +129,7 @@ class SourceBits:
             else:
                 ref, natural, typ = key
                 found.append((ref, _MARKS[at % 3], natural, typ))
-        return frozenset(found), frozenset(pins)
+        return found, pins
 
     def of_sets(self, result: tuple) -> int:
         """The bits of a (sources, pins)."""
