@@ -205,6 +205,93 @@ def test_block_end_on_every_fixture_text():
     assert checked > 8_000
 
 
+def _link_else_after(stmts, found: list) -> int:
+    """The else linking as a pass over the finished tree (what the parser did before it
+    linked each `else:`/`elif` as it read it): attach each to the `if` before it in its
+    list, removing it from the list, extend `block_end` of each statement with a block (and
+    of the if/elif chain an else extends) to its last statement's; a dangling one stays
+    and is noted in ``found`` (CP108), its block before it."""
+    chain = None
+    members: list = []
+    attached = set()
+    for stmt in stmts:
+        if stmt.body:
+            inner = _link_else_after(stmt.body, found)
+            if inner > stmt.block_end:
+                stmt.block_end = inner
+        kind = stmt.kind
+        if kind == "else" or kind == "elif":
+            if chain is None or chain.orelse is not None:
+                if not stmt.after_unparsed:
+                    found.append((stmt.start, stmt.end, stmt.rule.name))
+                chain = None
+                continue
+            chain.orelse = stmt.body if kind == "else" else [stmt]
+            chain.else_stmt = stmt
+            chain = None if kind == "else" else stmt
+            for member in members:
+                member.block_end = max(member.block_end, stmt.block_end)
+            members.append(stmt)
+            attached.add(id(stmt))
+        elif kind == "if":
+            chain, members = stmt, [stmt]
+        else:
+            chain = None
+    last = stmts[-1].block_end if stmts else -1
+    stmts[:] = [stmt for stmt in stmts if id(stmt) not in attached]
+    return last
+
+
+def _unlinked(stmts) -> None:
+    """Undo the else linking: each chain's else/elif statements back in the list after their
+    `if`, no `orelse`, `block_end` back to each statement's end."""
+    out = []
+    for stmt in stmts:
+        member = stmt
+        while member is not None:
+            out.append(member)
+            if member.body:
+                _unlinked(member.body)
+            member.block_end = member.end
+            member.orelse, member.else_stmt, member = None, None, member.else_stmt
+    stmts[:] = out
+
+
+def _check_linking(text: str, grammar) -> None:
+    linked = parser.parse_statements(SourceText(text, "t"), grammar)
+    again = parser.parse_statements(SourceText(text, "t"), grammar)
+    _unlinked(again.body)
+    found: list = []
+    _link_else_after(again.body, found)
+    assert _tree(linked.body) == _tree(again.body)
+    assert [(d["span"]["start"], d["span"]["end"], d["args"]["statement"]) for d in linked.diagnostics
+            if d["code"] == "CP108"] == found
+    assert [d for d in linked.diagnostics if d["code"] != "CP108"] == [d for d in again.diagnostics
+                                                                       if d["code"] != "CP108"]
+    assert all(d["code"] == "CP108" for d in linked.diagnostics[len(linked.diagnostics) - len(found):])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_edited(), st.sampled_from(GRAMMARS))
+def test_else_linked_as_read_as_by_a_pass_after(text, grammar_id):
+    """The parser links each `else:`/`elif` to its `if` as it reads it (and extends block
+    ends as blocks close): the same trees, block ends and CP108 diagnostics (last, in the
+    order the blocks end) as a linking pass over the finished tree, on texts with broken
+    blocks, dangling and repeated elses."""
+    _check_linking(text, load_grammar(grammar_id))
+
+
+@pytest.mark.parametrize("grammar_id", GRAMMARS)
+def test_else_linked_as_read_on_every_fixture_text(grammar_id):
+    grammar = load_grammar(grammar_id)
+    texts = [p.read_text(encoding="utf-8") for p in FIXTURES.glob("text/*/*.code")]
+    for text in texts:
+        _check_linking(text, grammar)
+    _check_linking("if a:\n  x = 1\nelif b:\n  y = 2\nelse:\n  z = 3\nelse:\n  q = 1\nelif c:\n"
+                   "  if d:\n    pass\n  else:\n    pass\n  else:\n    pass\n", grammar)
+    assert len(texts) > 300
+
+
 def _paired_prefix(text: str, start: int, end: int, pairs: tuple, depth: int) -> int:
     """Where ``statements.nesting``'s match from ``start`` ends, by a stack: the last place
     (from ``start`` to ``end``) where every bracket before it paired up, nested at most

@@ -235,12 +235,11 @@ class ParseResult:
 
 
 class _Block:
-    __slots__ = ("column", "stmts", "owner")
+    """An open block: its column, its list of statements, the statement it is the block of
+    (None: the root, or lines read on after an unparsed line), and for an ``else:``/``elif``
+    block the ``if`` whose chain it ends (its blocks reach as far)."""
 
-    def __init__(self, column: int, stmts: list[Stmt], owner: Optional[Stmt]):
-        self.column = column
-        self.stmts = stmts
-        self.owner = owner
+    __slots__ = ("column", "stmts", "owner", "chain")
 
 
 def quoted(grammar: Grammar):
@@ -445,126 +444,138 @@ def _reading(grammar: Grammar) -> _Reading:
     return found
 
 
+def _excess(r: _Reading, text: str, start: int, end: int) -> tuple[int, bool]:
+    """Opening minus closing brackets in ``text[start:end]``, and whether every pair's
+    counts are equal (one C-level count per bracket; one search when the line has no
+    bracket at all, as many lines have not)."""
+    find_bracket = r.find_bracket
+    if find_bracket is not None and find_bracket(text, start, end) is None:
+        return 0, True
+    count = text.count
+    total, even = 0, True
+    for o, c in r.pairs:
+        d = count(o, start, end) - count(c, start, end)
+        if d:
+            total, even = total + d, False
+    return total, even
+
+
+def _balanced(r: _Reading, text: str, start: int, end: int, timeout: float) -> Any:
+    # Compiled when first needed (a line with a quote and unequal bracket counts): many
+    # texts never ask, and compiling it is start-up time.
+    return r.lines["balanced"].fullmatch(text, start, end, timeout=timeout)
+
+
+def _unbalanced(r: _Reading, text: str, start: int, end: int, timeout: float) -> bool:
+    # Equal counts per pair settle it cheaply; unequal counts may still come from brackets
+    # inside strings, which the grammar's `balanced` pattern skips.
+    if _excess(r, text, start, end)[1]:
+        return False
+    return not r.may_quote(text, start, end) or _balanced(r, text, start, end, timeout) is None
+
+
+def _logical_end(r: _Reading, text: str, start: int, end: int, column: int, timeout: float) -> tuple[int, bool]:
+    """The end of the statement starting at ``start`` on the line ending at ``end``, and
+    whether that line's brackets pair up by count.
+
+    A statement continues on the next physical lines while its brackets are open and
+    those lines are indented past it (a signature's parameters); the extension stops at
+    the first line that is not, so it stays linear."""
+    depth, even = _excess(r, text, start, end)
+    if even:
+        return end, True
+    if depth <= 0 or (r.may_quote(text, start, end) and _balanced(r, text, start, end, timeout) is not None):
+        return end, False
+    physical, indent_group, text_group = r.physical, r.indent, r.text
+    size = len(text)
+    while depth > 0 and end < size:
+        nxt = physical(text, end + 1)
+        if nxt.end(indent_group) - (end + 1) <= column:
+            break
+        line_start, end = end + 1, nxt.end(text_group)
+        depth += _excess(r, text, line_start, end)[0]
+    return end, False
+
+
+def _exact(r: _Reading, text: str, rules: tuple, first: int, last: int, indent_end: int, text_end: int, stop: int,
+           nests: bool, unrolled: bool) -> tuple:
+    """The first of ``rules[first:last]`` that matches the statement at ``indent_end`` by its
+    own pattern, and its match; or ``(None, None)``.  ``unrolled``: the grammar's `re` forms
+    with recursion unrolled (Statement.plain) serve where brackets nest less deep than they
+    are unrolled (``nesting`` proves at most _NEST_DEPTH; a call is at most one deeper)."""
+    simple = None
+    exacts = r.exacts
+    for index in range(first, last):
+        rule = rules[index]
+        pattern, plain = exacts.get(rule) or r.exact(rule)
+        if plain is not None and unrolled:
+            if simple is None:  # no string, brackets nested less deep than unrolled
+                simple = ((nests if stop == text_end else r.nested(text, indent_end, stop).end() == stop)
+                          and not r.may_quote(text, indent_end, stop))
+                if not simple and stop == text_end and r.nested_strings is not None:
+                    # or strings read whole, and brackets outside them nested as shallow
+                    simple = r.nested_strings(text, indent_end, stop).end() == stop
+            if simple:
+                m = plain.match(text, indent_end, stop)
+                if m is not None:
+                    return rule, (RepeatedMatch(m, rule.repeat, stop) if rule.repeat else m)
+        m = pattern.match(text, indent_end, stop)
+        if m is not None:
+            return rule, m
+    return None, None
+
+
+def _close(block: _Block, last_end: int) -> None:
+    """A block ends: its statement's ``block_end`` reaches ``last_end`` (the end of the last
+    statement made, which is inside), and so does that of the ``if``/``elif`` statements of
+    the chain it ends (an ``else:``/``elif`` block extends the whole chain)."""
+    owner = block.owner
+    if owner is not None and last_end > owner.block_end:
+        owner.block_end = last_end
+        member = block.chain
+        while member is not None and member is not owner:
+            if last_end > member.block_end:
+                member.block_end = last_end
+            member = member.else_stmt
+
+
 def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
     """Read ``source`` into top-level statements with nested blocks."""
     text = source.text
     path = source.path
-    r = _reading(grammar)
-    physical_pattern = r.physical_pattern
+    r = _READINGS.get(id(grammar))
+    if r is None or r.grammar is not grammar:
+        r = _reading(grammar)
     physical = r.physical
-    indent_group, text_group = r.indent, r.text
-    blank = r.blank
-    lines = r.lines
-
-    def balanced(text: str, start: int, end: int, timeout: float):
-        # Compiled when first needed (a line with a quote and unequal bracket counts):
-        # many texts never ask, and compiling it is start-up time.
-        return lines["balanced"].fullmatch(text, start, end, timeout=timeout)
-    pairs = r.pairs
-    find_bracket = r.find_bracket
-    nested = r.nested
-
-    def excess(start: int, end: int) -> tuple[int, bool]:
-        """Opening minus closing brackets in ``text[start:end]``, and whether every
-        pair's counts are equal (one C-level count per bracket; one search when the
-        line has no bracket at all, as many lines have not)."""
-        if find_bracket is not None and find_bracket(text, start, end) is None:
-            return 0, True
-        count = text.count
-        total, even = 0, True
-        for o, c in pairs:
-            d = count(o, start, end) - count(c, start, end)
-            if d:
-                total, even = total + d, False
-        return total, even
-
-    may_quote = r.may_quote
-
-    def unbalanced(start: int, end: int) -> bool:
-        # Equal counts per pair settle it cheaply; unequal counts may still come from
-        # brackets inside strings, which the grammar's `balanced` pattern skips.
-        if excess(start, end)[1]:
-            return False
-        return not may_quote(text, start, end) or balanced(text, start, end, timeout=timeout) is None
-
-    def logical_end(start: int, end: int, column: int) -> tuple[int, bool]:
-        """The end of the statement starting at ``start`` on the line ending at ``end``,
-        and whether that line's brackets pair up by count.
-
-        A statement continues on the next physical lines while its brackets are
-        open and those lines are indented past it (a signature's parameters);
-        the extension stops at the first line that is not, so it stays linear."""
-        depth, even = excess(start, end)
-        if even:
-            return end, True
-        if depth <= 0 or (may_quote(text, start, end) and balanced(text, start, end, timeout=timeout) is not None):
-            return end, False
-        while depth > 0 and end < size:
-            nxt = physical(text, end + 1)
-            if nxt.end(indent_group) - (end + 1) <= column:
-                break
-            line_start, end = end + 1, nxt.end(text_group)
-            depth += excess(line_start, end)[0]
-        return end, False
-
     by_keyword = r.by_keyword
     generic = r.generic
     limits = grammar.limits  # read per text: the limits are data a caller may change
     max_depth = int(limits["max_block_depth"])
     max_len = int(limits["max_line_length"])
     fast_len = int(limits.get("timeout_line_length", 10_000))
-    timeout = grammar.timeout()
-    exacts = r.exacts
+    timeout = float(limits["match_timeout"])  # grammar.timeout(), inline
     shortcuts = r.shortcuts
-    # The `re` forms with recursion unrolled (Statement.plain) serve only where brackets
-    # nest less deep than they are unrolled (`nested` proves at most _NEST_DEPTH; a call
-    # is at most one deeper).
     unrolled = int(limits.get("unroll_depth", 0)) > _NEST_DEPTH
-    nested_strings = r.nested_strings
-
-    def exact(rules: tuple, first: int, last: int, indent_end: int, text_end: int, stop: int, nests: bool) -> tuple:
-        """The first of ``rules[first:last]`` that matches the statement at ``indent_end`` by
-        its own pattern, and its match; or ``(None, None)``."""
-        simple = None
-        for index in range(first, last):
-            rule = rules[index]
-            pattern, plain = exacts.get(rule) or r.exact(rule)
-            if plain is not None and unrolled:
-                if simple is None:  # no string, brackets nested less deep than unrolled
-                    simple = ((nests if stop == text_end else nested(text, indent_end, stop).end() == stop)
-                              and not may_quote(text, indent_end, stop))
-                    if not simple and stop == text_end and nested_strings is not None:
-                        # or strings read whole, and brackets outside them nested as shallow
-                        simple = nested_strings(text, indent_end, stop).end() == stop
-                if simple:
-                    m = plain.match(text, indent_end, stop)
-                    if m is not None:
-                        return rule, (RepeatedMatch(m, rule.repeat, stop) if rule.repeat else m)
-            m = pattern.match(text, indent_end, stop)
-            if m is not None:
-                return rule, m
-        return None, None
 
     diagnostics: list[dict] = []
     root: list[Stmt] = []
-    stack = [_Block(0, root, None)]
+    top = _new_block(_Block)  # the innermost open block
+    top.column, top.stmts, top.owner, top.chain = 0, root, None, None
+    stack = [top]
     pending: Optional[Stmt] = None  # a statement whose block has not started yet
     too_deep_column = -1  # while >= 0, lines indented past it are skipped
     # Column of the last unparsed line while no statement followed it at that column:
     # it probably opened a block, so its body is read (into the enclosing block)
     # without reporting every line of it as an unexpected indent.
     recovering = -1
-    size = len(text)
     skip_to = 0  # lines that start before it belong to a statement read already
+    last_end = -1  # the end of the last statement made
+    dangling: Optional[list[Stmt]] = None  # `else:`/`elif` statements no `if` takes (CP108)
+    pending_chain: Optional[Stmt] = None  # the `if` whose chain `pending` ends, if any
 
-    def report(code: str, start: int, end: int, **args: object) -> None:
-        diagnostics.append(diagnostic(code, path, source.span(start, end), **args))
-
-    top = stack[-1]  # the innermost open block
     top_column, top_stmts = 0, root
     head = r.head
-    physical_head = head is None
-    if physical_head:  # a grammar without `[lines].head`: its parts found one by one
+    if head is None:  # a grammar without `[lines].head`: its parts found one by one
         head = functools.partial(_physical_heads, r)
     plans = r.plans
     generic_plan = r.generic_plan
@@ -584,38 +595,40 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 continue
             too_deep_column = -1
         if text_end - indent_end > max_len:
-            report("CP105", indent_end, text_end, length=text_end - indent_end, limit=max_len)
+            _report(diagnostics, source, "CP105", indent_end, text_end, length=text_end - indent_end, limit=max_len)
             continue
 
         # Indentation decides which block the statement belongs to.
         if pending is not None:
             if column > top_column:
                 if len(stack) > max_depth:
-                    report("CP104", indent_end, text_end, limit=max_depth)
+                    _report(diagnostics, source, "CP104", indent_end, text_end, limit=max_depth)
                     too_deep_column = top_column
                     pending = None
                     continue
-                top = _Block(column, pending.body, pending)
+                top = _new_block(_Block)
+                top.column, top.stmts, top.owner, top.chain = column, pending.body, pending, pending_chain
                 stack.append(top)
                 top_column, top_stmts = column, top.stmts
             elif not pending.rule.empty_block:
-                report("CP103", pending.start, pending.end, statement=pending.rule.name)
+                _report(diagnostics, source, "CP103", pending.start, pending.end, statement=pending.rule.name)
             pending = None
         elif column != top_column:
             if column > top_column:
                 if recovering == top_column:
-                    top = _Block(column, top_stmts, None)
+                    top = _new_block(_Block)
+                    top.column, top.stmts, top.owner, top.chain = column, top_stmts, None, None
                     stack.append(top)
                     top_column = column
                 else:
-                    report("CP102", start, indent_end, expected=top_column + 1)
+                    _report(diagnostics, source, "CP102", start, indent_end, expected=top_column + 1)
             else:
                 while column < top.column:
-                    stack.pop()
+                    _close(stack.pop(), last_end)
                     top = stack[-1]
                 top_column, top_stmts = top.column, top.stmts
                 if column != top_column:
-                    report("CP111", start, indent_end, column=column + 1)
+                    _report(diagnostics, source, "CP111", start, indent_end, column=column + 1)
 
         key = line.group(2)
         # Every match is bounded to the statement's logical line, so a failing rule
@@ -625,7 +638,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         if nests:
             stop, even = text_end, True
         else:
-            stop, even = logical_end(indent_end, text_end, column)
+            stop, even = _logical_end(r, text, indent_end, text_end, column, timeout)
         m = rule = groups = None
         if stop - indent_end <= fast_len:
             if key in directs:
@@ -635,7 +648,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 rule = by_keyword[key][0]
                 shortcut = shortcuts[rule]
                 if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
-                    rule, m = exact(by_keyword[key], 0, 1, indent_end, text_end, stop, nests)
+                    rule, m = _exact(r, text, by_keyword[key], 0, 1, indent_end, text_end, stop, nests, unrolled)
             if m is None:  # Master.find, inline
                 own, own_at, generic_match, generic_at, generic_first, rules, maps = (
                     plans.get(key, generic_plan) or r.plan(key))
@@ -659,7 +672,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                         groups = None
                         shortcut = shortcuts[rule]
                         if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
-                            rule, m = exact(rules, index, len(rules), indent_end, text_end, stop, nests)
+                            rule, m = _exact(r, text, rules, index, len(rules), indent_end, text_end, stop, nests,
+                                             unrolled)
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:
@@ -668,88 +682,94 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                     if m is not None:
                         break
             except TimeoutError:
-                report("CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
+                _report(diagnostics, source, "CP107", indent_end, text_end, grammar=grammar.id, seconds=timeout)
                 continue
-        if m is None or ((end := m.end()) != stop or not even) and unbalanced(indent_end, end):
+        if m is None or ((end := m.end()) != stop or not even) and _unbalanced(r, text, indent_end, end, timeout):
             if m is None:
-                report("CP101", indent_end, text_end, grammar=grammar.id, excerpt=_excerpt(text[indent_end:text_end]))
+                _report(diagnostics, source, "CP101", indent_end, text_end, grammar=grammar.id,
+                        excerpt=_excerpt(text[indent_end:text_end]))
             else:
-                report("CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
+                _report(diagnostics, source, "CP112", indent_end, text_end, excerpt=_excerpt(text[indent_end:text_end]))
             recovering = column
             continue
         stmt = new_stmt(Stmt)  # Stmt(rule, m, indent_end, end, column, groups), without the call
         stmt.rule = rule
-        stmt.kind = rule.emits
+        stmt.kind = kind = rule.emits
         stmt.raw = m
         stmt.numbers = groups
         stmt.start = indent_end
-        stmt.end = end
+        stmt.end = last_end = end
         stmt.column = column
         stmt.orelse = stmt.else_stmt = None
-        stmt.block_end = end  # extended past its block by _link_else
+        stmt.block_end = end  # extended when its block, or the else chain it ends, closes
         stmt.after_unparsed = False
         if column <= recovering:
             if column == recovering:
-                stmt.after_unparsed = rule.emits in ("else", "elif")
+                stmt.after_unparsed = kind == "else" or kind == "elif"
             recovering = -1
-        top_stmts.append(stmt)
+        if kind == "else" or kind == "elif":
+            # Attached to the `if` before it in its block (or to the last `elif` of that
+            # `if`'s chain) and not listed in the block itself; else left where it is,
+            # dangling (CP108, reported once the tree is read, as the blocks end).
+            chain = top_stmts[-1] if top_stmts else None
+            last = None
+            if chain is not None and chain.kind == "if":
+                last = chain
+                while last.else_stmt is not None:
+                    last = last.else_stmt
+                if last.kind == "else":
+                    last = None
+            if last is None:
+                chain = None
+                top_stmts.append(stmt)
+                if not stmt.after_unparsed:
+                    if dangling is None:
+                        dangling = []
+                    dangling.append(stmt)
+        else:
+            chain = None
+            top_stmts.append(stmt)
         if rule.block:
             stmt.body = []
             pending = stmt
+            pending_chain = chain
         else:
             stmt.body = _NO_BODY
+        if chain is not None:
+            last.orelse = stmt.body if kind == "else" else [stmt]
+            last.else_stmt = stmt
+            member = chain
+            while member is not stmt:  # the chain's blocks reach this statement
+                if end > member.block_end:
+                    member.block_end = end
+                member = member.else_stmt
         if end > text_end:  # continue after the line on which the statement ended
             skip_to = physical(text, end).end()
     if pending is not None and not pending.rule.empty_block:
-        report("CP103", pending.start, pending.end, statement=pending.rule.name)
-
-    _link_else(root, report)
+        _report(diagnostics, source, "CP103", pending.start, pending.end, statement=pending.rule.name)
+    while len(stack) > 1:
+        _close(stack.pop(), last_end)
+    if dangling is not None:
+        _report_dangling(root, {id(s) for s in dangling}, diagnostics, source)
     return ParseResult(root, diagnostics)
 
 
-def _link_else(stmts: list[Stmt], report) -> int:
-    """Attach each ``else:``/``elif`` to the ``if`` before it, removing it from the list,
-    and extend ``block_end`` (the parser sets it to ``end``) of every statement with a
-    block to the end of the last statement inside it, its ``else`` chain included; return
-    that of the last one, the list's end (each statement starts after the block of the one
-    before it ends)."""
-    chain: Optional[Stmt] = None  # the if/elif an else or elif would attach to
-    members: list[Stmt] = []  # the if and elifs of that chain, whose blocks grow with it
-    attached: Optional[set] = None  # ids of the else/elif statements attached
+_new_block = object.__new__
+
+
+def _report(diagnostics: list, source: SourceText, code: str, start: int, end: int, **args: object) -> None:
+    diagnostics.append(diagnostic(code, source.path, source.span(start, end), **args))
+
+
+def _report_dangling(stmts: list[Stmt], dangling: set, diagnostics: list, source: SourceText) -> None:
+    """CP108 for each ``else:``/``elif`` no ``if`` takes (ids in ``dangling``), in the order
+    the blocks end: a statement's block (and its else chain's) before the statement itself,
+    statements in order."""
     for stmt in stmts:
-        if stmt.body:
-            inner = _link_else(stmt.body, report)
-            if inner > stmt.block_end:
-                stmt.block_end = inner
-        kind = stmt.kind
-        if kind == "else" or kind == "elif":
-            if chain is None or chain.orelse is not None:
-                if not stmt.after_unparsed:
-                    report("CP108", stmt.start, stmt.end, statement=stmt.rule.name)
-                chain = None
-                continue
-            if kind == "else":
-                chain.orelse = stmt.body
-                chain.else_stmt = stmt
-                chain = None
-            else:
-                chain.orelse = [stmt]
-                chain.else_stmt = stmt
-                chain = stmt
-            end = stmt.block_end
-            for member in members:
-                if end > member.block_end:
-                    member.block_end = end
-            members.append(stmt)
-            if attached is None:
-                attached = set()
-            attached.add(id(stmt))
-        elif kind == "if":
-            chain = stmt
-            members = [stmt]
-        else:
-            chain = None
-    last = stmts[-1].block_end if stmts else -1
-    if attached is not None:
-        stmts[:] = [stmt for stmt in stmts if id(stmt) not in attached]
-    return last
+        member: Optional[Stmt] = stmt
+        while member is not None:
+            if member.body:
+                _report_dangling(member.body, dangling, diagnostics, source)
+            if id(member) in dangling:
+                _report(diagnostics, source, "CP108", member.start, member.end, statement=member.rule.name)
+            member = member.else_stmt
