@@ -406,3 +406,35 @@ def test_a_shortcut_with_other_groups_is_a_grammar_error(tmp_path):
     path.write_text(source.replace(line, "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+{TYPE_NAME}'"), encoding="utf-8")
     with pytest.raises(GrammarError, match="shortcut captures other groups"):
         load_grammar_file(path)
+
+
+def _excess_by_counts(text: str, start: int, end: int, pairs) -> tuple[int, bool]:
+    total, even = 0, True
+    for o, c in pairs:
+        d = text.count(o, start, end) - text.count(c, start, end)
+        if d:
+            total, even = total + d, False
+    return total, even
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(LINE_ALPHABET, max_size=80), st.integers(0, 80), st.integers(0, 80), st.sampled_from(GRAMMARS))
+def test_excess_counts_brackets_as_counts_per_pair_do(text, a, b, grammar_id):
+    """The bracket excess of a stretch (its brackets found in one pass) is what counting
+    each pair's opener and closer gives: the total, and whether every pair evens out."""
+    r = parser._Reading(load_grammar(grammar_id))
+    assert r.bracket_signs is not None
+    start, end = min(a, b), max(a, b)
+    assert parser._excess(r, text, start, end) == _excess_by_counts(text, start, end, r.pairs)
+
+
+def test_excess_on_every_fixture_line():
+    r = parser._Reading(load_grammar("torchscript-v2"))
+    checked = 0
+    for path in [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")][::2]:
+        text = path.read_text(encoding="utf-8")
+        for line in r.head(text):
+            start, end = line.end(1), line.end()
+            assert parser._excess(r, text, start, end) == _excess_by_counts(text, start, end, r.pairs)
+            checked += 1
+    assert checked > 10_000

@@ -325,9 +325,9 @@ class _Reading:
     (a file of two lines paid as much for the lookups as for its lines)."""
 
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
-                 "find_bracket", "nested", "may_quote", "first_word", "by_keyword", "generic",
+                 "bracket_signs", "find_brackets", "nested", "may_quote", "first_word", "by_keyword", "generic",
                  "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan", "directs",
-                 "shortcuts")
+                 "shortcuts", "loose_else")
 
     def __init__(self, grammar: Grammar):
         self.grammar = grammar
@@ -338,7 +338,13 @@ class _Reading:
         self.text = self.physical_pattern.groupindex["text"]
         self.blank = grammar.lines["blank"].fullmatch
         self.pairs = grammar.bracket_pairs
-        self.find_bracket = bracket_finder(grammar, "search")
+        # Where no character is in two pairs (or both sides of one), each bracket
+        # character -> (its pair's index, +1 for an opener, -1 for a closer), and a `findall`
+        # of every bracket: counted in one pass; else (None) by counts per pair.
+        chars = "".join(o + c for o, c in self.pairs)
+        self.bracket_signs = None if not chars or len(set(chars)) != len(chars) else {
+            ch: (index, sign) for index, pair in enumerate(self.pairs) for ch, sign in zip(pair, (1, -1))}
+        self.find_brackets = bracket_finder(grammar, "findall")
         self.nested = nesting(grammar)
         self.may_quote = quoted(grammar)
         self.first_word = grammar.fragments["identifier"].match
@@ -356,6 +362,9 @@ class _Reading:
         # Keywords whose own rule comes first and needs `regex`: matched exactly at once.
         self.directs = frozenset(k for k, rules in self.by_keyword.items()
                                  if rules[0].keyword == k and rules[0].classify is not None)
+        # An `else:`/`elif` rule that opens no block (the parser checks else linking on
+        # the statements of rules with a block, unless the grammar has such a rule).
+        self.loose_else = any(rule.emits in ("else", "elif") and not rule.block for rule in grammar.statements)
         # `[lines].head` (optional): each physical line's parts in one match of one pass.
         self.head = None
         if "head" in grammar.lines:
@@ -421,6 +430,8 @@ class _PhysicalHead:
     def group(self, group: int) -> Optional[str]:
         return self._word  # the first word (group 2), the only group the parser reads
 
+    __getitem__ = group
+
 
 def _physical_heads(r: "_Reading", text: str):
     """The physical lines of ``text`` that are not blank, as ``[lines].head`` gives them."""
@@ -448,9 +459,18 @@ def _excess(r: _Reading, text: str, start: int, end: int) -> tuple[int, bool]:
     """Opening minus closing brackets in ``text[start:end]``, and whether every pair's
     counts are equal (one C-level count per bracket; one search when the line has no
     bracket at all, as many lines have not)."""
-    find_bracket = r.find_bracket
-    if find_bracket is not None and find_bracket(text, start, end) is None:
-        return 0, True
+    signs = r.bracket_signs
+    if signs is not None:  # each bracket character of one pair only: the brackets found once
+        found = r.find_brackets(text, start, end)
+        if not found:
+            return 0, True
+        total = 0
+        differences = [0] * len(r.pairs)
+        for ch in found:
+            pair, sign = signs[ch]
+            differences[pair] += sign
+            total += sign
+        return total, not any(differences)
     count = text.count
     total, even = 0, True
     for o, c in r.pairs:
@@ -579,8 +599,11 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         head = functools.partial(_physical_heads, r)
     plans = r.plans
     generic_plan = r.generic_plan
+    # The rules without a keyword form the generic plan's one alternation (it has no other).
+    generic_own, generic_own_at, _, _, _, generic_rules, generic_maps = generic_plan
     directs = r.directs
     new_stmt = object.__new__
+    loose_else = r.loose_else
     # The physical lines that are not blank, one `finditer` over the text; a statement that
     # ends on a later line (a signature over several lines) moves `skip_to` past that line,
     # and the lines before it are passed over.
@@ -630,7 +653,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 if column != top_column:
                     _report(diagnostics, source, "CP111", start, indent_end, column=column + 1)
 
-        key = line.group(2)
+        key = line[2]  # the first word
         # Every match is bounded to the statement's logical line, so a failing rule
         # never reads (or searches for a literal) past it: cost per byte is flat.  A line
         # whose brackets nest (most lines) ends where it is.
@@ -650,19 +673,27 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
                     rule, m = _exact(r, text, by_keyword[key], 0, 1, indent_end, text_end, stop, nests, unrolled)
             if m is None:  # Master.find, inline
-                own, own_at, generic_match, generic_at, generic_first, rules, maps = (
-                    plans.get(key, generic_plan) or r.plan(key))
-                index = None
-                if own is not None:
-                    m = own(text, indent_end, stop)
-                    if m is not None:
-                        index = own_at[m.lastindex]
-                if generic_match is not None and (index is None or index > generic_first):
-                    other = generic_match(text, indent_end, stop)
-                    if other is not None:
-                        other_index = generic_at[other.lastindex]
-                        if index is None or other_index < index:
-                            index, m = other_index, other
+                plan = plans.get(key, generic_plan)
+                if plan is generic_plan:  # a line of no keyword: the rules without one, one alternation
+                    index = None
+                    if generic_own is not None:
+                        m = generic_own(text, indent_end, stop)
+                        if m is not None:
+                            index = generic_own_at[m.lastindex]
+                    rules, maps = generic_rules, generic_maps
+                else:
+                    own, own_at, generic_match, generic_at, generic_first, rules, maps = plan or r.plan(key)
+                    index = None
+                    if own is not None:
+                        m = own(text, indent_end, stop)
+                        if m is not None:
+                            index = own_at[m.lastindex]
+                    if generic_match is not None and (index is None or index > generic_first):
+                        other = generic_match(text, indent_end, stop)
+                        if other is not None:
+                            other_index = generic_at[other.lastindex]
+                            if index is None or other_index < index:
+                                index, m = other_index, other
                 if index is not None:
                     rule = rules[index]
                     groups = maps[index]
@@ -707,42 +738,23 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
             if column == recovering:
                 stmt.after_unparsed = kind == "else" or kind == "elif"
             recovering = -1
-        if kind == "else" or kind == "elif":
-            # Attached to the `if` before it in its block (or to the last `elif` of that
-            # `if`'s chain) and not listed in the block itself; else left where it is,
-            # dangling (CP108, reported once the tree is read, as the blocks end).
-            chain = top_stmts[-1] if top_stmts else None
-            last = None
-            if chain is not None and chain.kind == "if":
-                last = chain
-                while last.else_stmt is not None:
-                    last = last.else_stmt
-                if last.kind == "else":
-                    last = None
-            if last is None:
-                chain = None
-                top_stmts.append(stmt)
-                if not stmt.after_unparsed:
-                    if dangling is None:
-                        dangling = []
-                    dangling.append(stmt)
-        else:
-            chain = None
-            top_stmts.append(stmt)
         if rule.block:
             stmt.body = []
             pending = stmt
-            pending_chain = chain
+            pending_chain = None
+            if kind == "else" or kind == "elif":
+                pending_chain = _link(stmt, kind, top_stmts)
+                if pending_chain is None:
+                    dangling = _dangle(stmt, top_stmts, dangling)
+            else:
+                top_stmts.append(stmt)
         else:
             stmt.body = _NO_BODY
-        if chain is not None:
-            last.orelse = stmt.body if kind == "else" else [stmt]
-            last.else_stmt = stmt
-            member = chain
-            while member is not stmt:  # the chain's blocks reach this statement
-                if end > member.block_end:
-                    member.block_end = end
-                member = member.else_stmt
+            if loose_else and (kind == "else" or kind == "elif"):
+                if _link(stmt, kind, top_stmts) is None:
+                    dangling = _dangle(stmt, top_stmts, dangling)
+            else:
+                top_stmts.append(stmt)
         if end > text_end:  # continue after the line on which the statement ended
             skip_to = physical(text, end).end()
     if pending is not None and not pending.rule.empty_block:
@@ -755,6 +767,41 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
 
 
 _new_block = object.__new__
+
+
+def _link(stmt: Stmt, kind: str, stmts: list[Stmt]) -> Optional[Stmt]:
+    """Attach an ``else:``/``elif`` statement to the ``if`` that is the last statement of
+    ``stmts`` (its block), or to that ``if``'s last ``elif``, and extend the block ends of
+    that chain to it; return the ``if``, or None where there is none to take it (the
+    statement dangles)."""
+    chain = stmts[-1] if stmts else None
+    if chain is None or chain.kind != "if":
+        return None
+    last = chain
+    while last.else_stmt is not None:
+        last = last.else_stmt
+    if last.kind == "else":
+        return None
+    last.orelse = stmt.body if kind == "else" else [stmt]
+    last.else_stmt = stmt
+    end = stmt.end
+    member = chain
+    while member is not stmt:  # the chain's blocks reach this statement
+        if end > member.block_end:
+            member.block_end = end
+        member = member.else_stmt
+    return chain
+
+
+def _dangle(stmt: Stmt, stmts: list[Stmt], dangling: Optional[list[Stmt]]) -> Optional[list[Stmt]]:
+    """An ``else:``/``elif`` no ``if`` takes stays in its block; it is reported (CP108, once
+    the tree is read) unless it follows an unparsed line."""
+    stmts.append(stmt)
+    if not stmt.after_unparsed:
+        if dangling is None:
+            dangling = []
+        dangling.append(stmt)
+    return dangling
 
 
 def _report(diagnostics: list, source: SourceText, code: str, start: int, end: int, **args: object) -> None:
