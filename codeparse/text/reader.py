@@ -184,12 +184,22 @@ def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Option
 
     Without a ``functions`` hook nothing outside this text can call into its functions,
     so once it is finished their inference is released (:meth:`Extractor.release`): freed
-    when the result is returned, not later by the cyclic collector."""
+    when the result is returned, not later by the cyclic collector.  Its plain data is then
+    this call's alone, and the models are built from it without copying
+    (:func:`codeparse.contract.build.code_file_taking_plain`)."""
     started = start_file(prepare_text(text, path, grammar, extra), owner, types, functions)
-    result = finish_file(started, as_dict)
-    if functions is None:
-        started.extractor.release()
-    return result
+    if functions is not None or types is not None:
+        return finish_file(started, as_dict)
+    data = finish_file(started, True)
+    started.extractor.release()
+    if as_dict:
+        return data
+    # The data is this call's own (nothing else holds it once the inference is released):
+    # its dicts become the models' own, not copies, built once the rest is freed.
+    del started
+    from ..contract.build import code_file_taking_plain
+
+    return code_file_taking_plain(data)
 
 
 class Prepared:
