@@ -8,6 +8,7 @@ columns are 1-based.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate
 
 from ..contract.views import record
 
@@ -18,6 +19,8 @@ span_data = record("Span", ("start", "end", "line", "column", "end_line", "end_c
 
 __all__ = ["SourceText", "span_data"]
 
+_PLUS_ONE = (1).__add__
+
 
 class SourceText:
     """A text with a line index, able to turn offsets into :class:`Span` data."""
@@ -27,12 +30,11 @@ class SourceText:
     def __init__(self, text: str, path: str):
         self.text = text
         self.path = path
-        starts = [0]
-        find = text.find
-        pos = find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find("\n", pos + 1)
+        # Each line starts one past the end of the one before: the running sums of the
+        # lines' lengths plus one, counted in C (no bytecode per line); the last sum is
+        # one past the text's end.
+        starts = list(accumulate(map(_PLUS_ONE, map(len, text.split("\n"))), initial=0))
+        starts.pop()
         self.line_starts = starts  # the offset each line starts at, in order (line 1 first)
 
     def position(self, offset: int) -> tuple[int, int]:

@@ -219,6 +219,8 @@ class Extractor:
         """The limits met while extracting, once each: an expression nested past the
         reader's depth (CP106), a condition whose definitions cycle past the depth limit
         (CP113)."""
+        if self.reader.too_deep is None and self.too_deep is None:
+            return []
         from ..contract.codes import diagnostic
 
         out = []
@@ -618,7 +620,7 @@ class Extractor:
         intrinsics = sem.intrinsics
         self_name = sem.self_name
         operator = self.operator
-        call_span = self._call_spans(end)
+        call_span = None  # made when a call first needs it (most calls' extents are read by the pattern)
         declared = inference.declared
         name_path = inference.name_path
         single_def = inference.single_def
@@ -763,6 +765,8 @@ class Extractor:
                 # A call, `callee(` or `(recv).method(`, from `at` to the closer of its
                 # parenthesis at `open_pos`: `close` when the pattern read it (on one line).
                 if close < 0:
+                    if call_span is None:
+                        call_span = self._call_spans(end)
                     where = call_span(at, open_pos)
                 else:
                     line = bisect_right(line_starts, at)

@@ -74,9 +74,13 @@ def _expect(value: Any, kinds: Any, what: str) -> None:
 
 def features_match(grammar_id: str, window: str) -> bool:
     g = load_grammar(grammar_id)
-    return all(p.search(window) is None for p in g.detect_absent) and all(
-        p.search(window) is not None for p in g.detect_present
-    )
+    for p in g.detect_absent:
+        if p.search(window) is not None:
+            return False
+    for p in g.detect_present:
+        if p.search(window) is None:
+            return False
+    return True
 
 
 def detect_grammar(text: str) -> Optional[str]:
@@ -187,10 +191,11 @@ def _parse(text: str, path: Optional[str], grammar: Optional[str], owner: Option
     when the result is returned, not later by the cyclic collector.  Its plain data is then
     this call's alone, and the models are built from it without copying
     (:func:`codeparse.contract.build.code_file_taking_plain`)."""
-    started = start_file(prepare_text(text, path, grammar, extra), owner, types, functions)
+    # The steps unwrapped: the collector is paused here already.
+    started = _start_file(_prepare_text(text, path, grammar, extra), owner, types, functions)
     if functions is not None or types is not None:
-        return finish_file(started, as_dict)
-    data = finish_file(started, True)
+        return _finish_file(started, as_dict)
+    data = _finish_file(started, True)
     started.extractor.release()
     if as_dict:
         return data
@@ -235,7 +240,7 @@ def prepare_text(text: str, path: Optional[str] = None, grammar: Optional[str] =
         reason = g.info.detect or "its detection rules do not match"
         diagnostics.append(diagnostic("CP303", shown, None, grammar=g.id, reason=reason))
     source = SourceText(text, shown)
-    if not text.strip():
+    if not text or text.isspace():
         diagnostics.append(diagnostic("CP109", shown, None))
     parsed = parse_statements(source, g)
     diagnostics.extend(parsed.diagnostics)
@@ -291,6 +296,9 @@ def finish_file(started: Started, as_dict: bool = False) -> "CodeFile":
     }, as_dict)
 
 
+_prepare_text, _start_file, _finish_file = prepare_text.__wrapped__, start_file.__wrapped__, finish_file.__wrapped__
+
+
 def decode_code(data: bytes, path: str) -> tuple[str, list[dict]]:
     """The text :func:`parse_bytes` parses and its decoding diagnostics (CP110);
     binary input raises :class:`InputError`."""
@@ -336,8 +344,6 @@ def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool
     Only regular files are read (a FIFO or a device is CP301); a file over ``max_bytes``
     (default :data:`MAX_FILE_BYTES`, the archive entry limit) is refused with CP344.
     """
-    from ..files.walk import not_regular
-
     _expect(path, (str, os.PathLike), "parse_file expects a path (str or os.PathLike)")
     shown = os.fspath(path)
     limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
@@ -360,6 +366,8 @@ def parse_file(path: str | Path, grammar: Optional[str] = None, *, as_dict: bool
             if not stat.S_ISREG(st.st_mode):
                 if stat.S_ISDIR(st.st_mode):
                     raise InputError(shown, "is a directory")
+                from ..files.walk import not_regular
+
                 raise InputError(shown, not_regular(shown) or "not a regular file")
             size = st.st_size
             data = _read_fd(fd, limit + 1, size + 1) if size <= limit else b""
