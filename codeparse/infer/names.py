@@ -200,20 +200,32 @@ class Names:
             while type(node) is Attr:
                 attrs.append(node.attr)
                 node = node.value
-            path = self.expr_path(node, depth)
-            for attr in reversed(attrs):
-                if not path or len(path) + len(attr) >= _MAX_PATH:
-                    return None  # see _joined
-                path = f"{path}.{attr}"
-            return path
-        if kind is CallExpr:
+            literal = None
+        elif kind is CallExpr:
             func = node.func
-            if type(func) is Name and func.id == "getattr" and len(node.args) == 2:
-                attr = node.args[1]
-                if type(attr) is Const and attr.kind == "string":
-                    base = self.expr_path(node.args[0], depth)
-                    return _joined(base, unquote(attr.text))
-        return None
+            if type(func) is not Name or func.id != "getattr" or len(node.args) != 2:
+                return None
+            literal = node.args[1]
+            if type(literal) is not Const or literal.kind != "string":
+                return None
+            attrs = ()
+            node = node.args[0]
+        else:
+            return None
+        # The root of the chain, getattr's object: a name read inline (no call for the common case).
+        if type(node) is Name:
+            path = self._paths.get(node.id, False)
+            if path is False:
+                path = self._name_path(node.id, depth)
+        else:
+            path = self.expr_path(node, depth)
+        if literal is not None:
+            return _joined(path, unquote(literal.text))
+        for attr in reversed(attrs):
+            if not path or len(path) + len(attr) >= _MAX_PATH:
+                return None  # see _joined
+            path = f"{path}.{attr}"
+        return path
 
     def callee_target(self, node: Expr) -> tuple[str, Optional[str]]:
         """Kind and qualified target of a callee: ("operator", "aten::eq"), ("function", ...)."""
@@ -360,10 +372,10 @@ def dotted(node: Optional[Expr]) -> Optional[str]:
     if type(node) is Name:
         return node.id if node.end - node.start == len(node.id) else None
     parts = []
-    while isinstance(node, Attr):
+    while type(node) is Attr:
         parts.append(node.attr)
         node = node.value
-    if not isinstance(node, Name):
+    if type(node) is not Name:
         return None
     if node.end - node.start != len(node.id):  # parenthesised: `(x).f` is a method call
         return None

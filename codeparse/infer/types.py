@@ -11,16 +11,23 @@ from .semantics import Semantics
 
 
 def literal_type(node: Expr, sem: Semantics) -> Optional[str]:
-    if isinstance(node, Const):
+    kind = type(node)
+    if kind is Name:
+        return sem.literals.get(node.id)
+    if kind is Const:
         if node.kind == "string":
             return "str"
         t = node.text
         if t.endswith("j"):
             return "complex"
-        return "float" if any(c in t for c in ".eEn") else "int"
-    if isinstance(node, Name) and node.id in sem.literals:
-        return sem.literals[node.id]
+        for c in _FLOAT_MARKS:
+            if c in t:
+                return "float"
+        return "int"
     return None
+
+
+_FLOAT_MARKS = ".eEn"  # a number literal holding one of these is a float (`1.`, `1e-05`, `inf`, `nan`)
 
 
 def _split_top(text: str) -> list[str]:

@@ -102,12 +102,15 @@ class ValueTypes:
         if depth > _MAX_TYPE_DEPTH:
             return None
         sem = self.sem
-        lit = literal_type(node, sem)
-        if lit is not None:
-            return lit
-        if isinstance(node, Name):
+        kind = type(node)
+        if kind is Name:
+            lit = sem.literals.get(node.id)  # (literal_type of a name)
+            if lit is not None:
+                return lit
             return self._name_type(node.id) if _type_nesting[0] else self.name_type(node.id)
-        if isinstance(node, Attr):
+        if kind is Const:
+            return literal_type(node, sem)
+        if kind is Attr:
             path = self.expr_path(node)
             if path:
                 return self.declared(path)[1]
@@ -123,7 +126,7 @@ class ValueTypes:
                 if attrs is not None:
                     return attrs.get(node.attr, (None, None))[1]
             return None
-        if isinstance(node, Index):
+        if kind is Index:
             base = self.expr_type(node.value, depth + 1)
             index = None
             if len(node.items) == 1 and isinstance(node.items[0], Const) and node.items[0].kind == "number":
@@ -132,7 +135,7 @@ class ValueTypes:
                 except ValueError:
                     index = None
             return element_type(base, index)
-        if isinstance(node, CallExpr):
+        if kind is CallExpr:
             path = self.expr_path(node)
             if path:
                 return self.declared(path)[1]
