@@ -438,3 +438,44 @@ def test_excess_on_every_fixture_line():
             assert parser._excess(r, text, start, end) == _excess_by_counts(text, start, end, r.pairs)
             checked += 1
     assert checked > 10_000
+
+
+def _expr_as_choices(grammar_id: str):
+    """`EXPR` as it was before its prefixes were written as runs of characters: an operand
+    a choice within the choice of operand or closer, `SEQ_PREFIX` and `FIRST_PREFIX` as
+    repeated groups of an opening bracket and its spaces."""
+    from codeparse.grammar.engine import _Compiler
+    import re
+
+    g = load_grammar(grammar_id)
+    comp = _Compiler(g.path, g.raw["patterns"], g.raw.get("recursive", {}))
+    operand_or_close = "(?:(?:{IDENT}|{NUMBER}|{STRING}(?:[ ]*+{STRING})*+)|{CLOSE})"
+    seq_prefix = "(?:{OPEN}[ ]*+|{SEP})(?:{OPEN}[ ]*+)*+"
+    first_prefix = "(?:(?:{OPEN}[ ]*+)++|(?!{CLOSE}))"
+    old = (f"(?>{first_prefix}{operand_or_close}(?:\\.{{IDENT}}|{{CLOSE}}|(?:{seq_prefix}|(?::[ ]*+|=(?!=))"
+           f"{first_prefix}){operand_or_close})*+)")
+    return re.compile(comp.expand(old, "test")).match, re.compile(comp.expand("{EXPR}", "test")).match
+
+
+EXPR_ALPHABET = st.sampled_from(list("()[]{} ,.:=\"'x_1-\\e\n") + ["ab", "1.5", "inf", " = ", "==", '"s"', "'t'"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(EXPR_ALPHABET, max_size=14).map("".join), st.sampled_from(GRAMMARS))
+def test_expr_runs_form_matches_as_the_choices_form(text, grammar_id):
+    old, new = _expr_as_choices(grammar_id)
+    a, b = old(text), new(text)
+    assert (a and a.span()) == (b and b.span())
+
+
+@pytest.mark.parametrize("grammar_id", GRAMMARS)
+def test_expr_runs_form_from_every_place_of_fixture_lines(grammar_id):
+    old, new = _expr_as_choices(grammar_id)
+    checked = 0
+    for path in [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")][::9]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for at in range(len(line)):
+                a, b = old(line, at), new(line, at)
+                assert (a and a.span()) == (b and b.span()), (line, at)
+                checked += 1
+    assert checked > 50_000
