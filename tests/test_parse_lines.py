@@ -479,3 +479,39 @@ def test_expr_runs_form_from_every_place_of_fixture_lines(grammar_id):
                 assert (a and a.span()) == (b and b.span()), (line, at)
                 checked += 1
     assert checked > 50_000
+
+
+def _targets_forms(grammar_id: str):
+    """`TARGETS` and the form it shortens (`{EXPR}(?:,)?+`), each followed by what the
+    rules put after it (a space and `in`/`as`/`=`, or the line's end), compiled."""
+    from codeparse.grammar.engine import _Compiler
+    import re
+
+    g = load_grammar(grammar_id)
+    comp = _Compiler(g.path, g.raw["patterns"], g.raw.get("recursive", {}))
+    return [tuple(re.compile(comp.expand(f"(?P<t>{form}){after}", "test")).match
+                  for form in ("{TARGETS}", "{EXPR}(?:,)?+"))
+            for after in ("", "[ ]*+=(?!=)", "[ ]++in[ ]++", "[ ]*+$")]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(EXPR_ALPHABET, max_size=12).map("".join), st.sampled_from(GRAMMARS))
+def test_targets_match_as_expr_with_its_comma(text, grammar_id):
+    for new, old in _targets_forms(grammar_id):
+        a, b = new(text), old(text)
+        assert (a and (a.span(), a.span("t"))) == (b and (b.span(), b.span("t")))
+
+
+@pytest.mark.parametrize("grammar_id", GRAMMARS)
+def test_targets_match_as_expr_with_its_comma_on_fixture_lines(grammar_id):
+    forms = _targets_forms(grammar_id)
+    checked = 0
+    for path in [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")][::5]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            at = len(line) - len(line.lstrip(" "))
+            for start in (at, line.find(" ", at) + 1):
+                for new, old in forms:
+                    a, b = new(line, start), old(line, start)
+                    assert (a and (a.span(), a.span("t"))) == (b and (b.span(), b.span("t"))), line
+                    checked += 1
+    assert checked > 50_000
