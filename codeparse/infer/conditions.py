@@ -112,7 +112,6 @@ class Inference:
         self.resolved = resolver.resolved
         self._memo_results = memo.results
         self._enter = memo.enter
-        self._reading: set[str] = set()  # self paths whose sets are being visited (_attribute)
         self._leaves: dict[str, object] = {}  # name -> _leaf(name)
         self._attributes: dict[str, tuple] = {}  # path from self -> its visit as a source (see _attribute_source)
         self._through: dict[str, Optional[tuple]] = {}  # name -> _passed_through(name)
@@ -317,7 +316,9 @@ class Inference:
         if bound:
             path = self.name_path(name)
             if path and path != self.facts.self_name:
-                found = memo[key] = self._attribute(path, d.start, d.scopes)
+                found = self._attribute(path, d.start, d.scopes)
+                if path not in self.facts.self_sets:  # else the sets' entry has it (it may be open)
+                    memo[key] = found
                 return found
         found = memo.get(name)
         if found is None:
@@ -425,23 +426,30 @@ class Inference:
         """A read of ``path`` from ``self`` at ``start``: the attribute, and where the
         function sets it (``self.y = v``) before the read or in a loop around both, what
         it sets and the ifs and loops around the set (the saved value is kept: a set that
-        does not run leaves it)."""
+        does not run leaves it).  The sets a read reaches are one memo entry (a set's value
+        may read the attribute again, at another place: a cycle, settled as any other)."""
         found = self._attribute_source(path)
         sets = self.facts.self_sets.get(path)
-        if not sets or path in self._reading:
+        if not sets:
             return found
-        self._reading.add(path)
-        try:
-            for d in sets:
-                if d.start >= start and not any(
-                        scope.kind in LOOPS and scope in scopes for scope in d.scopes):
-                    continue
-                found |= self._visit(self.tree(d.value), d.scopes)
-                for scope in d.scopes:
-                    if scope.kind in ("if", "for", "while"):
-                        found |= self._visit_test(scope, d.scopes)
-        finally:
-            self._reading.discard(path)
+        kept = tuple(d for d in sets if d.start < start or any(
+            scope.kind in LOOPS and scope in scopes for scope in d.scopes))
+        if not kept:
+            return found
+        key = ("sets", path, tuple(id(d) for d in kept))
+        got = self._memo_results.get(key)
+        if got is not None:
+            return got
+        return self._enter(key, self._visit_self_sets, (found, kept))
+
+    def _visit_self_sets(self, found: int, sets: tuple[Definition, ...]):
+        """``found`` (an attribute as a source) with what ``sets`` set it to and the ifs and
+        loops around them."""
+        for d in sets:
+            found |= self._visit(self.tree(d.value), d.scopes)
+            for scope in d.scopes:
+                if scope.kind in ("if", "for", "while"):
+                    found |= self._visit_test(scope, d.scopes)
         return found
 
     def _alias_attribute(self, name: str, path: str, scopes: tuple[Scope, ...]):

@@ -219,7 +219,8 @@ class Memo:
         Keys, each kind its own shape (cheap to hash): ``(name, scopes)`` a use of a name
         (``(name, scopes, loops)`` one that loops carry a value into), ``name`` its
         definitions together, ``id(definition)`` one definition, ``("test", scope, scopes)``
-        an enclosing test, ``("before", ...)`` a use that only some definitions reach."""
+        an enclosing test, ``("before", ...)`` a use that only some definitions reach,
+        ``("sets", path, ...)`` the sets of an attribute of ``self`` a read reaches."""
         found = self.results.get(key)
         if found is not None:
             return found
