@@ -330,8 +330,10 @@ class Names:
         brings the previous pass's value: a counter or a ``while`` test computed again at
         the end of the body), and every loop around a mutation of a container made outside
         that loop (it keeps what earlier passes put in).  A definition before the use in the
-        same pass gives that pass's value: no loop carries it."""
-        key = (name, at)
+        same pass gives that pass's value: no loop carries it.  A ``while``'s own test is
+        inside that loop (it runs again after each pass), whether ``scopes`` hold the loop
+        (the test reached from its body) or not (the test asked as the loop's condition)."""
+        key = (name, at, scopes)
         found = self._carried.get(key)
         if found is not None:
             return found
@@ -340,18 +342,24 @@ class Names:
         for d in defs:
             if d.kind in MUTATIONS:
                 for scope in d.scopes:
-                    if scope.kind in LOOPS and scope in scopes and scope not in out and any(
+                    if scope.kind in LOOPS and _around(scope, at, scopes) and scope not in out and any(
                             e.kind not in MUTATIONS and scope not in e.scopes for e in defs):
                         out.append(scope)
             elif d.start > at:
                 innermost = None
                 for scope in d.scopes:
-                    if scope.kind in LOOPS and scope in scopes:
+                    if scope.kind in LOOPS and _around(scope, at, scopes):
                         innermost = scope
                 if innermost is not None and innermost not in out:
                     out.append(innermost)
         found = self._carried[key] = tuple(out)
         return found
+
+
+def _around(loop: Scope, at: int, scopes: tuple[Scope, ...]) -> bool:
+    """Whether ``loop`` runs again around a use at offset ``at`` inside ``scopes``: the use
+    is in its body, or in the test of a ``while`` (computed again after each pass)."""
+    return loop in scopes or (loop.kind == "while" and loop.test[0] <= at < loop.test[1])
 
 
 def _joined(base: Optional[str], attr: str) -> Optional[str]:
