@@ -106,6 +106,7 @@ def test_each_condition_asked_in_reverse_answers_as_in_its_program(folder, monke
 def test_the_order_fixtures_are_there():
     """The models of ``fixtures/models_order.py`` are among what the tests above read."""
     names = {p.parent.name for p in TEXTS}
-    assert {"order_self_set_read", "order_nested_while"} <= names
-    assert {"order_self_set_read.script", "order_nested_while.script"} <= {p.name for p in PROGRAMS}
+    order = {"order_self_set_read", "order_nested_while", "order_rule2_cycle"}
+    assert order <= names
+    assert {f"{case}.script" for case in order} <= {p.name for p in PROGRAMS}
     assert len(PROGRAMS) > 150
