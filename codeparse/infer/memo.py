@@ -13,8 +13,10 @@ rounds start from what the walk gave, less what rule 2 may have added), then mem
 together; an entry none of whose open reads changed since it was last computed
 is passed over in a round (each entry records the open entries it read), and of the two
 settlings (named sources first, then rule 2 applied, see :meth:`Memo._close`) the second
-computes again only the entries that held rule 2 back and what reads them.  So every
-entry is computed once, plus a few rounds per cycle.
+computes again only the entries that held rule 2 back (each against the named results
+settled, so that no entry's rule-2 test sees what the rule made in another: the answers
+do not depend on the entry a walk met first) and what reads them.  So every entry is
+computed once, plus a few rounds per cycle.
 
 Recursion depth: when a visit nests deeper than ``DEEP`` memo entries (all functions
 together) or a few function summaries, it is abandoned where it stopped and resumed from
@@ -345,7 +347,10 @@ class Memo:
         give the same result again: it is passed over (the results, and the rounds, are
         those of computing every entry every round).  With ``held`` (what a settling with
         ``named_only`` gave), the entries it computed that did not hold rule 2 back count
-        as computed already: with rule 2 applied they give what they gave."""
+        as computed already: with rule 2 applied they give what they gave; the ones that
+        held it back are computed once each against the named results before the rounds,
+        and results only grow (what rule 2 made stays: its test saw no other rule-2
+        source)."""
         stack, provisional, computers, reads = self._tstack, self._provisional, self._computers, self._reads
         running = self._running
         # entry -> the step it was last computed at, in this settling
@@ -353,6 +358,30 @@ class Memo:
         changed_at: dict = {}  # entry -> the step its result last changed at
         holding: dict = {}  # entry -> whether its last computation held rule 2 back
         step = 0
+        if held is not None:
+            # Rule 2's test reads named sources only: every entry that held the rule back
+            # is computed first against the named results settled, all of them before any
+            # result changes (none sees what the rule made elsewhere, so which entry a walk
+            # met first decides nothing); then what the rule made spreads round the cycle,
+            # each result joined with what it had.
+            fresh = {}
+            for key in reversed(stack[at:]):
+                if held.get(key):
+                    step += 1
+                    compute, args = computers[key]
+                    reads.pop(key, None)
+                    computed[key] = step
+                    running.append(key)
+                    try:
+                        fresh[key] = compute(*args)
+                    finally:
+                        running.pop()
+            step += 1
+            for key, value in fresh.items():
+                value |= provisional.get(key, EMPTY)
+                if value != provisional.get(key):
+                    provisional[key] = value
+                    changed_at[key] = step
         for _ in range(_MAX_ROUNDS):
             changed = False
             for key in reversed(stack[at:]):  # deepest first; entries first met here join
@@ -375,6 +404,8 @@ class Memo:
                     running.pop()
                     holding[key] = self.held_back
                     self.held_back = outer or self.held_back
+                if held is not None:
+                    value |= provisional.get(key, EMPTY)
                 if value != provisional.get(key):
                     provisional[key] = value
                     changed_at[key] = step
