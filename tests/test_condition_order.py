@@ -8,7 +8,8 @@ torch), each condition asked alone (the first and only one its file computes; th
 are given back as the whole file answered them, without asking) answers as it does within
 the whole file; over the scripted archives (several functions, calls followed between
 them), each condition asked again in the reverse order, on a program whose
-conditions were all given back, answers as in the program.  ``fixtures/models_order.py``
+conditions were all given back, answers as in the program; and no memo entry is closed
+while a cycle settles its named sources (rule 2 held back).  ``fixtures/models_order.py``
 holds models whose answers once depended on the order.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import codeparse
+from codeparse.infer import memo
 from codeparse.infer.conditions import Inference
 from codeparse.text.program import parse_program
 
@@ -101,6 +103,36 @@ def test_each_condition_asked_in_reverse_answers_as_in_its_program(folder, monke
               f"in reverse {again[key]['kind']} {again[key]['sources']}"
               for key in whole if again[key] != whole[key]]
     assert not differ, "\n".join(differ)
+
+
+def test_no_entry_closes_while_a_cycle_settles_its_named_sources(monkeypatch):
+    """An entry memoized while a cycle settles its named sources (``Memo.named_only``: rule
+    2 held back) would keep what rule 2 adds out: ``Memo._close`` gives such a component no
+    rule-2 settling, and an entry closed without a cycle is memoized as computed.  A
+    settling round computes again what the walk computed, and what a computation reaches
+    depends on the text only, so every entry a round reaches was met by the walk (memoized
+    then, or in the cycle): over every fixture text none closes during a settling."""
+    closed: list = []
+    settled = [0]
+    enter, settle_named = memo.Memo.enter, memo.Memo._settle_named
+
+    def entering(self, key, compute, args):
+        named_only = self.named_only
+        found = enter(self, key, compute, args)
+        if named_only and key in self.results:
+            closed.append(key)
+        return found
+
+    def settling(self, *args):
+        settled[0] += 1
+        return settle_named(self, *args)
+
+    monkeypatch.setattr(memo.Memo, "enter", entering)
+    monkeypatch.setattr(memo.Memo, "_settle_named", settling)
+    for path in TEXTS:
+        codeparse.parse_text(path.read_text(encoding="utf-8"), as_dict=True)
+    assert settled[0] > 50  # cycles met
+    assert closed == []
 
 
 def test_the_order_fixtures_are_there():
