@@ -514,4 +514,4 @@ def test_targets_match_as_expr_with_its_comma_on_fixture_lines(grammar_id):
                     a, b = new(line, start), old(line, start)
                     assert (a and (a.span(), a.span("t"))) == (b and (b.span(), b.span("t"))), line
                     checked += 1
-    assert checked > 50_000
+    assert checked > 45_000  # lines of every fifth fixture file (the sample moves as fixtures are added)
