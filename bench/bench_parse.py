@@ -20,6 +20,10 @@ Measures, on this machine, in CPU time (user + system), every speed figure a rat
   * memory retained by the result over the input text's size: the dict and a built
     ``CodeFile`` (target: no worse than before).
 
+Each round of the two paths starts with the parse's bounded memos of texts it has read
+(parameters, class lists: ``text.extract._PARAMS``/``_LISTS``) emptied, so that a round
+reads the corpus as a fresh process would, not with every signature seen the round before.
+
 With ``--before REV`` (a git revision; exported with ``git archive``) both sides are
 measured, each in its own processes, alternating (``--repeat`` processes per side, each
 timing ``--rounds`` rounds): every "before" figure comes from the same run as its "after".
@@ -62,9 +66,19 @@ def fair():
         ast.parse(t)
 def kept():
     return [ast.parse(t) for t in texts]
-def dict_path():
+def clear_params():  # the parse's bounded memos of texts seen earlier in the process (parameters, lists)
+    for name in ("codeparse.text.extract", "codeparse.extract"):
+        try:
+            found = importlib.import_module(name)
+        except ImportError:
+            continue
+        for memo in ("_PARAMS", "_LISTS"):
+            getattr(found, memo, {}).clear()
+def dict_path():  # each round reads the corpus as a fresh process would: no text remembered from the last
+    clear_params()
     return [read_dict(codeparse.parse_file(f, as_dict=True)) for f in files]
 def model_path():
+    clear_params()
     return [read_model(codeparse.parse_file(f)) for f in files]
 for f in files:  # warm: grammars compiled, tables loaded, model classes built
     codeparse.parse_file(f)
@@ -106,12 +120,6 @@ with tempfile.TemporaryDirectory() as tmp:
             fn()
             linear.setdefault(name, []).append(best(fn) / size * 1e6)
 
-def clear_params():
-    for name in ("codeparse.text.extract", "codeparse.extract"):
-        try:
-            importlib.import_module(name)._PARAMS.clear()
-        except (ImportError, AttributeError):
-            pass
 def retained(fn):
     gc.collect()
     tracemalloc.start()
