@@ -17,6 +17,7 @@ import pytest
 import codeparse
 from codeparse.infer import datadep, memo
 from codeparse.infer.datadep import FunctionDataDependence
+from codeparse.infer.facts import LOOPS, MUTATIONS
 from codeparse.infer.sources import SourceBits
 from codeparse.parse.expressions import names_in
 from codeparse.text import extract
@@ -120,14 +121,23 @@ def test_a_name_is_parenthesised_exactly_when_its_span_is_longer_than_it(inferen
     assert seen > 10_000 and parenthesised > 100
 
 
+def _mutated_in_loop(facts) -> tuple[set[str], set[str]]:
+    """The names a mutation defines and the names with a definition inside a loop, read
+    from every definition of a function at once (the reading conditions did before it
+    found a name's flags at its first visit)."""
+    mutated = {name for name, defs in facts.defs.items() if any(d.kind in MUTATIONS for d in defs)}
+    in_loop = {name for name, defs in facts.defs.items()
+               if any(scope.kind in LOOPS for d in defs for scope in d.scopes)}
+    return mutated, in_loop
+
+
 def test_a_names_flags_are_those_of_the_whole_function_reading(inferences):
     """conditions.Inference._leaf tells, per name, whether a mutation defines it and
     whether it has a definition inside a loop: over every name defined in every function
-    of every fixture text, what names.Names.mutated_in_loop finds reading every
-    definition of the function at once."""
+    of every fixture text, what reading every definition of the function at once finds."""
     mutated_seen = looped_seen = 0
     for inf in inferences:
-        mutated, in_loop = inf.names.mutated_in_loop()
+        mutated, in_loop = _mutated_in_loop(inf.facts)
         if inf._bits is None:
             inf._bits = SourceBits()
         for name in inf.facts.defs:

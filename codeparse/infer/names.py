@@ -55,48 +55,9 @@ class Names:
         self._targets: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # callee span -> callee_target
         self._locals: dict[tuple[int, int], bool] = {}  # `a.f` span -> is `a` a local receiver
         self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
-        self._mutated_in_loop: Optional[tuple[set[str], set[str]]] = None  # see mutated_in_loop
         self._carried: dict[tuple[str, int], tuple[Scope, ...]] = {}  # (name, use offset) -> carried
         if facts.self_name in facts.params:
             self._paths[facts.self_name] = facts.self_name
-
-    def mutated_in_loop(self) -> tuple[set[str], set[str]]:
-        """The names a mutation defines (:data:`~codeparse.infer.facts.MUTATIONS`), and the
-        names with a definition inside a loop (a use may see the value of an earlier
-        pass); found once, when first asked (most functions ask nothing of them)."""
-        found = self._mutated_in_loop
-        if found is None:
-            mutated: set[str] = set()
-            in_loop: set[str] = set()
-            looped: dict[int, bool] = {}  # id of a scopes tuple (one per block) -> inside a loop
-            for name, defs in self.facts.defs.items():
-                for d in defs:
-                    if d.kind in MUTATIONS:
-                        mutated.add(name)
-                    scopes = d.scopes
-                    if scopes and name not in in_loop:
-                        inside = looped.get(id(scopes))
-                        if inside is None:
-                            inside = False
-                            for scope in scopes:
-                                if scope.kind in LOOPS:
-                                    inside = True
-                                    break
-                            looped[id(scopes)] = inside
-                        if inside:
-                            in_loop.add(name)
-            found = self._mutated_in_loop = (mutated, in_loop)
-        return found
-
-    @property
-    def mutated(self) -> set[str]:
-        """The names a mutation defines (see :meth:`mutated_in_loop`)."""
-        return self.mutated_in_loop()[0]
-
-    @property
-    def in_loop(self) -> set[str]:
-        """The names with a definition inside a loop (see :meth:`mutated_in_loop`)."""
-        return self.mutated_in_loop()[1]
 
     def value_spans(self) -> list[tuple[int, int]]:
         """Every expression a definition or a return of the function holds."""
