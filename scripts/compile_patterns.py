@@ -11,6 +11,7 @@ written may differ from run to run for the same patterns.)
 
 from __future__ import annotations
 
+import argparse
 import array
 import base64
 import gzip
@@ -89,10 +90,15 @@ def write(path: Any) -> None:
         handle.write(gzip.compress(body, 9, mtime=0))
 
 
-def main() -> int:
-    path = ROOT / "grammars" / STORE_FILE
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
+    parser.add_argument("--output", type=Path, default=ROOT / "grammars" / STORE_FILE,
+                        help=f"where to write the store (default: grammars/{STORE_FILE})")
+    path = parser.parse_args(argv).output.resolve()
     write(path)
-    print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    print(f"wrote {shown} ({path.stat().st_size} bytes)")
     return 0
 
 

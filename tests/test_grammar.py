@@ -279,6 +279,31 @@ def test_stored_patterns_cover_the_grammars():
             s: _regex_shape(e) for s, e in built["regex"].items()}, hint
 
 
+def test_compile_patterns_help_writes_nothing_and_output_goes_where_asked(tmp_path):
+    """The script's ``--help`` prints its usage and leaves the store alone; ``--output``
+    writes the same patterns to another file."""
+    import gzip
+    import json
+    import subprocess
+    import sys
+
+    from codeparse.grammar import compiled as patterns
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_patterns.py"
+    store = grammar_dir() / patterns.STORE_FILE
+    before = store.stat().st_mtime_ns, store.read_bytes()
+    shown = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, check=True)
+    assert shown.stdout.startswith("usage: compile_patterns.py") and "--output" in shown.stdout
+    assert (store.stat().st_mtime_ns, store.read_bytes()) == before
+    target = tmp_path / "patterns.json.gz"
+    wrote = subprocess.run([sys.executable, str(script), "--output", str(target)], capture_output=True, text=True,
+                           check=True)
+    assert str(target) in wrote.stdout
+    assert (store.stat().st_mtime_ns, store.read_bytes()) == before
+    written, stored = (json.loads(gzip.decompress(p.read_bytes())) for p in (target, store))
+    assert set(written["regex"]) == set(stored["regex"]) and set(written["re"]) == set(stored["re"])
+
+
 def _regex_shape(entry: list) -> list:
     import base64
 
