@@ -18,7 +18,6 @@ import codeparse
 from codeparse.infer import datadep, memo
 from codeparse.infer.datadep import FunctionDataDependence
 from codeparse.infer.facts import LOOPS, MUTATIONS
-from codeparse.infer.sources import SourceBits
 from codeparse.parse.expressions import names_in
 from codeparse.text import extract
 
@@ -138,8 +137,7 @@ def test_a_names_flags_are_those_of_the_whole_function_reading(inferences):
     mutated_seen = looped_seen = 0
     for inf in inferences:
         mutated, in_loop = _mutated_in_loop(inf.facts)
-        if inf._bits is None:
-            inf._bits = SourceBits()
+        inf._build()  # (the visits' parts, which _leaf reads)
         for name in inf.facts.defs:
             leaf = inf._leaf(name)
             if type(leaf) is int:  # a literal, self or a parameter: no definition decides it

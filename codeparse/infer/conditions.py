@@ -80,15 +80,8 @@ class Inference:
         self.facts = facts
         self.sem = sem
         names = self.names = Names(text, reader, facts, sem)
-        types = self.types = ValueTypes(names)
-        calls = self.calls = Calls(names, types, self._visit_sets)
-        types.callee_of = calls.callee_of
-        memo = self._memo_entries = Memo()
-        memo.warm = self._read_ahead
-        self._memo_id = id(memo)  # the first part of the keys the depth limit names (see memo.enter)
-        resolver = Resolver(names)
-        # The parts' answers, bound once: these are read on every visit.
-        self.value_spans = names.value_spans
+        # The answers of the names part that the reference scan reads (every function asks
+        # them); the other parts are built when a question first needs them (_build).
         self.tree = names.tree
         self.value_of = names.value_of
         self.single_def = names.single_def
@@ -96,6 +89,42 @@ class Inference:
         self.expr_path = names.expr_path
         self.callee_target = names.callee_target
         self.declared = names.declared
+        self.value_spans = names.value_spans
+        self._bits: Optional[SourceBits] = None  # the visits' sources; set with the other parts
+
+    # The answers of the parts past the names that other stages ask: the first call builds
+    # the parts, whose binding of the part's own answer (an instance attribute) then
+    # answers every later one.
+    def expr_type(self, node: Expr, depth: int = 0) -> Optional[str]:
+        self._build()
+        return self.expr_type(node, depth)
+
+    def name_type(self, name: str) -> Optional[str]:
+        self._build()
+        return self.name_type(name)
+
+    def method_operator(self, node: CallExpr) -> Optional[str]:
+        self._build()
+        return self.method_operator(node)
+
+    def callee_of(self, node: CallExpr):
+        self._build()
+        return self.callee_of(node)
+
+    def _build(self) -> None:
+        """Build the parts past the names (types, calls, memo, resolved text) and bind their
+        answers: most functions (small modules' methods without if or loop) are asked only
+        the reference scan's questions, which the names part answers."""
+        if self._bits is not None:
+            return
+        names = self.names
+        types = self.types = ValueTypes(names)
+        calls = self.calls = Calls(names, types, self._visit_sets)
+        types.callee_of = calls.callee_of
+        memo = self._memo_entries = Memo()
+        memo.warm = self._read_ahead
+        self._memo_id = id(memo)  # the first part of the keys the depth limit names (see memo.enter)
+        # The parts' answers, bound once: these are read on every visit.
         self._local_receiver = names.local_receiver
         self._defs_before = names.defs_before
         self._controls = names.controls
@@ -107,15 +136,15 @@ class Inference:
         self._converts_tensor = types.converts_tensor
         self._listed = types.listed
         self._ref_type = types.ref_type
-        self.callee_of = calls.callee_of
+        self.callee_of = self._callee_of = calls.callee_of
         self._follow = calls.follow
-        self.resolved = resolver.resolved
+        self.resolved = Resolver(names).resolved
         self._memo_results = memo.results
         self._enter = memo.enter
         self._leaves: dict[str, object] = {}  # name -> _leaf(name)
         self._attributes: dict[str, tuple] = {}  # path from self -> its visit as a source (see _attribute_source)
         self._through: dict[str, Optional[tuple]] = {}  # name -> _passed_through(name)
-        self._bits: Optional[SourceBits] = None  # the visits' sources, made on the first visit
+        self._bits = SourceBits()  # the visits' sources
 
     def _read_ahead(self) -> None:
         """Read every definition's value and type every name bound to a path from ``self``:
@@ -185,7 +214,7 @@ class Inference:
     def _answer(self, node: Expr, scopes: tuple[Scope, ...]) -> int:
         """:meth:`sources_of` as bits."""
         if self._bits is None:
-            self._bits = SourceBits()
+            self._build()
         if driving[0]:
             return self._visit(node, scopes)
         return drive(lambda: self._visit(node, scopes))
@@ -491,7 +520,7 @@ class Inference:
             # `(obj).__init__(a, b)` defines `obj` by what it is built from; `(obj).m(a)` too,
             # unless the method's body is available and sets no attribute of its object.
             if d.kind == "call":
-                callee = self.callee_of(value)
+                callee = self._callee_of(value)
                 if callee is not None and not callee.inference.facts.sets_self:
                     return EMPTY
             return self._visit_all(value.args + [v for _, v in value.keywords], d.scopes)
@@ -513,7 +542,7 @@ class Inference:
                 path = self.expr_path(receiver)
                 # Rule 3: a receiver rooted at self is a source; any other receiver is followed.
                 found = self._attribute_source(path) if path else self._visit(receiver, scopes)
-                callee = self.callee_of(node)
+                callee = self._callee_of(node)
                 if callee is not None:
                     return found | self._bits.of_sets(self._follow(callee, node, receiver, scopes))
                 visit = self._visit
@@ -535,7 +564,7 @@ class Inference:
             if target and sem.is_runtime_function(target):
                 # Rule 1: by its full name, wherever it is reached (an alias included).
                 return self._bits.source(target, None, "runtime", "bool")
-            callee = self.callee_of(node)
+            callee = self._callee_of(node)
             if target and not node.args and target.rpartition(".")[2] in sem.runtime_copies and (
                     callee is None or not callee.summary()):
                 # a copy of a tracing predicate (torchvision's `_is_tracing` in user code)
@@ -621,9 +650,10 @@ class Inference:
         the last reference goes, not by the cyclic collector (which would walk every tree,
         definition and memo entry of the file first).  For a function no one will ask
         again: the parse of its file is finished and no other file calls into it."""
-        self.calls.visit = None
-        self._memo_entries.warm = None
-        self.types.callee_of = None
+        if self._bits is not None:  # (else the parts were never built: nothing links them)
+            self.calls.visit = None
+            self._memo_entries.warm = None
+            self.types.callee_of = None
         self.facts.functions = None
 
 
