@@ -12,7 +12,10 @@ fresh objects:
 * :meth:`~codeparse.infer.valuetypes.ValueTypes.is_tensor` (a parameter or a name typed
   for good answered from its type) against typing every operand (``_typed_tensor``);
 * :meth:`~codeparse.infer.datadep.FunctionDataDependence.shape` (one walk, a call's
-  operator asked once) against the walk through ``past_first_dimension`` (the reference);
+  operator asked once) against the walk through ``past_first_dimension`` (the reference),
+  and asked alone, in text order and in reverse;
+* ``tensor`` and ``value_conversions`` (a set made only where two answers hold spans)
+  against the form with a generator and a set per union;
 * :meth:`~codeparse.infer.datadep.FunctionDataDependence.literal` (a name's answer
   remembered with the depth it holds from) against a walk per question, asked at depths
   near the bound and far from it.
@@ -30,7 +33,7 @@ import codeparse
 from codeparse.infer.datadep import FunctionDataDependence, past_first_dimension
 from codeparse.infer.names import MAX_RESOLVE_DEPTH, Names, _joined, dotted, unquote
 from codeparse.infer.valuetypes import ValueTypes
-from codeparse.parse.expressions import Attr, CallExpr, Const, Name, Seq
+from codeparse.parse.expressions import Attr, CallExpr, Const, Index, Name, Seq
 from codeparse.text import extract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,8 +236,7 @@ def test_shape_reads_are_the_ones_the_walk_through_every_node_gives(inferences):
     asked = producers = pruned = 0
     for inf in inferences:
         # Every if's and loop's test and every return value.
-        tests = sorted({scope.test for defs in inf.facts.defs.values() for d in defs for scope in d.scopes}
-                       | {span for span, _ in inf.facts.returns})
+        tests = _shape_tests(inf)
         if not tests:
             continue
         quick, reference = FunctionDataDependence(inf), FunctionDataDependence(inf)
@@ -249,6 +251,122 @@ def test_shape_reads_are_the_ones_the_walk_through_every_node_gives(inferences):
     assert asked > 3000
     assert producers > 25  # `nonzero`, `x[mask]`, ... read by a size
     assert pruned > 5  # functions where a read of dimensions 1 and up asked first_dim_only
+
+
+def _shape_tests(inf) -> list:
+    """Every if's and loop's test and every return value of a function, in text order."""
+    return sorted({scope.test for defs in inf.facts.defs.values() for d in defs for scope in d.scopes}
+                  | {span for span, _ in inf.facts.returns})
+
+
+def test_shape_answers_do_not_depend_on_the_order_asked(inferences):
+    """shape's answers rest on answers remembered per name (tensor, first_dim_only, ...):
+    each question asked alone (a fresh object), all asked in text order and all in reverse
+    give the same producers and operands."""
+    asked = 0
+    for inf in inferences:
+        tests = _shape_tests(inf)
+        if not tests:
+            continue
+        forward, backward = FunctionDataDependence(inf), FunctionDataDependence(inf)
+        ahead = [(forward.shape(inf.tree(t)), sorted(forward.shape_operands)) for t in tests]
+        behind = [(backward.shape(inf.tree(t)), sorted(backward.shape_operands)) for t in reversed(tests)][::-1]
+        for test, one, other in zip(tests, ahead, behind):
+            alone = FunctionDataDependence(inf)
+            assert (alone.shape(inf.tree(test)), sorted(alone.shape_operands)) == one == other, \
+                inf.text[test[0]:test[1]]
+            asked += 1
+    assert asked > 3000
+
+
+class _ReferenceDataDependence(FunctionDataDependence):
+    """tensor and value_conversions as they were written before: a generator per union."""
+
+    def tensor(self, node, depth):
+        if depth > 32:
+            return None
+        if isinstance(node, Name):
+            if self.parameters and node.id in self.inf.facts.params and node.id not in self.static:
+                return frozenset({("parameter", node.id)})
+            key = ("name", node.id)
+            if key in self.reference_memo:
+                return self.reference_memo[key]
+            self.reference_memo[key] = None
+            found, hit = set(), False
+            for d in self._defs(node.id):
+                value = self.inf.value_of(d)
+                r = self.tensor(value, depth + 1) if value is not None else None
+                if r is not None:
+                    hit = True
+                    found.update(r)
+            result = self.reference_memo[key] = frozenset(found) if hit else None
+            return result
+        if isinstance(node, (Index, Seq)):
+            return _reference_union(self.tensor(c, depth + 1) for c in node.children())
+        if isinstance(node, CallExpr):
+            return self._call(node, depth)
+        return None
+
+    def value_conversions(self, node, depth=0):
+        if depth > 32:
+            return None
+        if isinstance(node, Name):
+            key = ("value", node.id)
+            if key in self.reference_memo:
+                return self.reference_memo[key]
+            self.reference_memo[key] = None
+            result = _reference_union(self.value_conversions(self.inf.value_of(d), depth + 1)
+                                      for d in self._defs(node.id) if self.inf.value_of(d) is not None)
+            self.reference_memo[key] = result
+            return result
+        if isinstance(node, (Index, Seq)):
+            return _reference_union(self.value_conversions(c, depth + 1) for c in node.children())
+        if isinstance(node, CallExpr):
+            kind, name = self._op(node)
+            inner = _reference_union(self.value_conversions(c, depth + 1)
+                                     for c in [*node.args, *(v for _, v in node.keywords)])
+            if kind == "operator" and name and name in self.inf.sem.value_ops:
+                if name not in self.inf.sem.conversions or (node.args and self._is_tensor_operand(node.args[0])):
+                    return frozenset({(node.start, node.end), *(inner or ())})
+            return inner
+        if isinstance(node, Attr):
+            return self.value_conversions(node.value, depth + 1)
+        return None
+
+
+def _reference_union(results):
+    out, hit = set(), False
+    for r in results:
+        if r is not None:
+            hit = True
+            out.update(r)
+    return frozenset(out) if hit else None
+
+
+def test_tensor_and_value_conversions_are_the_ones_the_unions_of_generators_give(inferences):
+    """tensor / value_conversions (a union made only where two answers hold spans) against
+    the form with a generator and a set per union, asked of every test, return value and
+    definition's value in the same order on fresh objects."""
+    asked = sizes = conversions = 0
+    for inf in inferences:
+        spans = inf.value_spans()
+        if not spans:
+            continue
+        quick = FunctionDataDependence(inf)
+        reference = _ReferenceDataDependence(inf)
+        reference.reference_memo = {}
+        for span in spans:
+            node = inf.tree(span)
+            found = quick.tensor(node, 0)
+            assert found == reference.tensor(node, 0), inf.text[span[0]:span[1]]
+            converted = quick.value_conversions(node)
+            assert converted == reference.value_conversions(node), inf.text[span[0]:span[1]]
+            asked += 1
+            sizes += found is not None
+            conversions += converted is not None
+    assert asked > 40000
+    assert sizes > 500
+    assert conversions > 1000
 
 
 def test_a_tuple_element_and_a_chain_past_the_depth_bound():

@@ -219,7 +219,9 @@ class FunctionDataDependence:
         self._dead: Optional[frozenset] = None
         self._rows: dict[str, bool] = {}  # name -> first_dim_only
         self.table = export_table()
-        self._memo: dict[int, Optional[frozenset]] = {}
+        # name -> tensor / value_conversions (the first answer taken; _NOT while it is walked)
+        self._tensors: dict[str, Optional[frozenset]] = {}
+        self._value_conversions: dict[str, Optional[frozenset]] = {}
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
         self._assigns: dict[str, list] = {}  # name -> its assignments with a value
         self._inplace_names: Optional[set[str]] = None
@@ -284,35 +286,28 @@ class FunctionDataDependence:
         """Producer spans (start, end) when the value of ``node`` has a data-dependent size, else None."""
         if depth > _MAX_DEPTH:
             return _NOT
-        if isinstance(node, Name):
-            if self.parameters and node.id in self.inf.facts.params and node.id not in self.static:
-                return frozenset({(_PARAMETER, node.id)})
-            key = ("name", node.id)
-            if key in self._memo:
-                return self._memo[key]
-            self._memo[key] = _NOT  # cycle guard (loop-carried names)
-            found: set[tuple[int, int]] = set()
-            hit = False
-            for d in self._defs(node.id):
-                value = self.inf.value_of(d)
-                r = self.tensor(value, depth + 1) if value is not None else _NOT
-                if r is not None:
-                    hit = True
-                    found.update(r)
-            result = frozenset(found) if hit else _NOT
-            self._memo[key] = result
-            return result
-        if isinstance(node, (Index, Seq)):
-            return _union(self.tensor(c, depth + 1) for c in node.children())
-        if isinstance(node, CallExpr):
+        kind = type(node)
+        if kind is CallExpr:
             return self._call(node, depth)
+        if kind is Name:
+            name = node.id
+            if self.parameters and name in self.inf.facts.params and name not in self.static:
+                return frozenset({(_PARAMETER, name)})
+            memo = self._tensors
+            if name in memo:
+                return memo[name]
+            memo[name] = _NOT  # cycle guard (loop-carried names)
+            result = memo[name] = _each_value(self.tensor, self.inf.value_of, self._defs(name), depth + 1)
+            return result
+        if kind is Index:
+            return _each(self.tensor, [node.value, *node.items], depth + 1)
+        if kind is Seq:
+            return _each(self.tensor, node.items, depth + 1)
         return _NOT
 
     def _call(self, node: CallExpr, depth: int) -> Optional[frozenset]:
         t = self.table
-        func = node.func
         args = node.args
-        operands = [*args, *(v for _, v in node.keywords)]
         callee = self.inf.callee_of(node)
         if callee is not None:  # a function or method whose body is known: what it returns
             return self._callee(callee, node, depth)
@@ -334,10 +329,10 @@ class FunctionDataDependence:
         if name in t.size_arguments:
             sizes = args[1:] if name not in ("zeros", "ones", "empty", "full", "rand", "randn", "arange",
                                              "linspace", "randint") else args
-            conv = _union(self.value_conversions(a, depth + 1) for a in sizes)
+            conv = _each(self.value_conversions, sizes, depth + 1)
             if conv is not None:
                 return conv
-        return _union(self.tensor(a, depth + 1) for a in operands)
+        return _each(self.tensor, [*args, *(v for _, v in node.keywords)] if node.keywords else args, depth + 1)
 
     def _callee(self, callee: Any, call: CallExpr, depth: int = 0) -> Optional[frozenset]:
         spans = returns_data_dependent(callee, self.ruled_out)
@@ -377,25 +372,29 @@ class FunctionDataDependence:
         """Spans of conversions of tensor values (`int(t)`, `torch.item(t)`) beneath ``node``."""
         if depth > _MAX_DEPTH:
             return _NOT
-        if isinstance(node, Name):
-            key = ("value", node.id)
-            if key in self._memo:
-                return self._memo[key]
-            self._memo[key] = _NOT
-            result = _union(self.value_conversions(self.inf.value_of(d), depth + 1) for d in self._defs(node.id)
-                            if self.inf.value_of(d) is not None)
-            self._memo[key] = result
+        kind = type(node)
+        if kind is Name:
+            name = node.id
+            memo = self._value_conversions
+            if name in memo:
+                return memo[name]
+            memo[name] = _NOT  # cycle guard
+            result = memo[name] = _each_value(self.value_conversions, self.inf.value_of, self._defs(name), depth + 1)
             return result
-        if isinstance(node, (Index, Seq)):
-            return _union(self.value_conversions(c, depth + 1) for c in node.children())
-        if isinstance(node, CallExpr):
+        if kind is CallExpr:
             kind, name = self._op(node)
-            inner = _union(self.value_conversions(c, depth + 1) for c in [*node.args, *(v for _, v in node.keywords)])
+            args = node.args
+            inner = _each(self.value_conversions, [*args, *(v for _, v in node.keywords)] if node.keywords else args,
+                          depth + 1)
             if kind == "operator" and name and name in self.inf.sem.value_ops:
-                if name not in self.inf.sem.conversions or (node.args and self._is_tensor_operand(node.args[0])):
+                if name not in self.inf.sem.conversions or (args and self._is_tensor_operand(args[0])):
                     return frozenset({(node.start, node.end), *(inner or ())})
             return inner
-        if isinstance(node, Attr):
+        if kind is Index:
+            return _each(self.value_conversions, [node.value, *node.items], depth + 1)
+        if kind is Seq:
+            return _each(self.value_conversions, node.items, depth + 1)
+        if kind is Attr:
             return self.value_conversions(node.value, depth + 1)
         return _NOT
 
@@ -890,6 +889,47 @@ def _bound(callee: Any, call: CallExpr) -> dict[str, Expr]:
     given = dict(zip(params, call.args))
     given.update(call.keywords)
     return given
+
+
+def _each(ask: Callable[[Expr, int], Optional[frozenset]], nodes, depth: int) -> Optional[frozenset]:
+    """The union of ``ask(node, depth)`` over ``nodes``, each asked in turn (None when
+    every answer is None): what :func:`_union` gives for them, without a set made where
+    at most one answer holds spans."""
+    found = None
+    more = None
+    for node in nodes:
+        r = ask(node, depth)
+        if r is not None:
+            if found is None:
+                found = r
+            elif more is None:
+                more = set(found)
+                more.update(r)
+            else:
+                more.update(r)
+    return frozenset(more) if more is not None else found
+
+
+def _each_value(ask: Callable[[Expr, int], Optional[frozenset]], value_of: Callable, defs: list,
+                depth: int) -> Optional[frozenset]:
+    """:func:`_each` over the values of the definitions ``defs`` (those with one), each
+    read just before it is asked about."""
+    found = None
+    more = None
+    for d in defs:
+        value = value_of(d)
+        if value is None:
+            continue
+        r = ask(value, depth)
+        if r is not None:
+            if found is None:
+                found = r
+            elif more is None:
+                more = set(found)
+                more.update(r)
+            else:
+                more.update(r)
+    return frozenset(more) if more is not None else found
 
 
 def _union(results) -> Optional[frozenset]:
