@@ -245,3 +245,34 @@ def test_class_lists_read_again_are_new_lists():
     first["buffers"].append("changed")
     assert parse_file(path, as_dict=True)["classes"][0]["buffers"] == [
         "running_mean", "running_var", "num_batches_tracked"]
+
+
+def test_a_rule_captures_a_declared_type_where_its_statements_matches_name_one():
+    """The walk reads an assignment's annotation where its rule captures ``type``
+    (asked of the rule, once per grammar): what the group names of each statement's own
+    match tell, on every fixture text under every grammar."""
+    from codeparse.grammar.engine import available_grammars, load_grammar
+    from codeparse.parse.source import SourceText
+    from codeparse.parse.statements import parse_statements
+
+    def walk(stmts):
+        for s in stmts:
+            yield s
+            yield from walk(s.body)
+            if s.orelse and s.else_stmt is not None and s.else_stmt.kind == "else":
+                yield from walk(s.orelse)
+            elif s.else_stmt is not None:
+                yield from walk([s.else_stmt])
+
+    paths = [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")]
+    checked = typed = 0
+    for grammar in (load_grammar(g.id) for g in available_grammars()):
+        for path in paths[::2]:
+            text = path.read_text(encoding="utf-8")
+            for s in walk(parse_statements(SourceText(text, str(path)), grammar).body):
+                if s.kind == "assign":
+                    has = "type" in s.match.re.groupindex
+                    assert s.rule.captures("type") == has, (path, s)
+                    checked += 1
+                    typed += has
+    assert checked > 20_000 and typed > 0

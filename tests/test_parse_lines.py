@@ -440,6 +440,52 @@ def test_excess_on_every_fixture_line():
     assert checked > 10_000
 
 
+def _logical_end_counted_twice(r, text: str, start: int, end: int, column: int, timeout: float) -> tuple[int, bool]:
+    """The statement's end as the parser found it before it counted each pair once per
+    line: extended line by line, and the whole statement counted again afterwards."""
+    depth, even = parser._excess(r, text, start, end)
+    if even:
+        return end, True
+    if depth <= 0 or (r.may_quote(text, start, end) and parser._balanced(r, text, start, end, timeout) is not None):
+        return end, False
+    size = len(text)
+    while depth > 0 and end < size:
+        nxt = r.physical(text, end + 1)
+        if nxt.end(r.indent) - (end + 1) <= column:
+            break
+        line_start, end = end + 1, nxt.end(r.text)
+        depth += parser._excess(r, text, line_start, end)[0]
+    return end, parser._excess(r, text, start, end)[1]
+
+
+def _check_logical_ends(r, text: str) -> int:
+    checked = 0
+    for line in r.head(text):
+        start, end = line.end(1), line.end()
+        column = start - line.start()
+        got = parser._logical_end(r, text, start, end, column, 1.0)
+        assert got == _logical_end_counted_twice(r, text, start, end, column, 1.0), (text, start)
+        checked += 1
+    return checked
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(LINE_ALPHABET, max_size=120), st.sampled_from(GRAMMARS))
+def test_logical_end_counts_each_line_once_as_counting_twice_does(text, grammar_id):
+    """A statement over several lines is known even by count from its lines' counts, as a
+    second count of the whole statement tells (the parser then skips that count)."""
+    _check_logical_ends(parser._Reading(load_grammar(grammar_id)), text)
+
+
+def test_logical_end_on_every_fixture_line():
+    checked = 0
+    for grammar_id in GRAMMARS:
+        r = parser._Reading(load_grammar(grammar_id))
+        for path in [*FIXTURES.glob("text/*/*.code"), *FIXTURES.glob("archive_code/**/*.py")][::3]:
+            checked += _check_logical_ends(r, path.read_text(encoding="utf-8"))
+    assert checked > 30_000
+
+
 def _expr_as_choices(grammar_id: str):
     """`EXPR` as it was before its prefixes were written as runs of characters: an operand
     a choice within the choice of operand or closer, `SEQ_PREFIX` and `FIRST_PREFIX` as

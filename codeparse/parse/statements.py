@@ -457,27 +457,10 @@ def _reading(grammar: Grammar) -> _Reading:
 
 def _excess(r: _Reading, text: str, start: int, end: int) -> tuple[int, bool]:
     """Opening minus closing brackets in ``text[start:end]``, and whether every pair's
-    counts are equal (one C-level count per bracket; one search when the line has no
-    bracket at all, as many lines have not)."""
-    signs = r.bracket_signs
-    if signs is not None:  # each bracket character of one pair only: the brackets found once
-        found = r.find_brackets(text, start, end)
-        if not found:
-            return 0, True
-        total = 0
-        differences = [0] * len(r.pairs)
-        for ch in found:
-            pair, sign = signs[ch]
-            differences[pair] += sign
-            total += sign
-        return total, not any(differences)
-    count = text.count
-    total, even = 0, True
-    for o, c in r.pairs:
-        d = count(o, start, end) - count(c, start, end)
-        if d:
-            total, even = total + d, False
-    return total, even
+    counts are equal (see :func:`_pair_excess`)."""
+    differences = [0] * len(r.pairs)
+    total = _pair_excess(r, text, start, end, differences)
+    return total, not any(differences)
 
 
 def _balanced(r: _Reading, text: str, start: int, end: int, timeout: float) -> Any:
@@ -494,15 +477,40 @@ def _unbalanced(r: _Reading, text: str, start: int, end: int, timeout: float) ->
     return not r.may_quote(text, start, end) or _balanced(r, text, start, end, timeout) is None
 
 
+def _pair_excess(r: _Reading, text: str, start: int, end: int, differences: list[int]) -> int:
+    """Opening minus closing brackets in ``text[start:end]``, each pair's difference added
+    into ``differences`` (one item per pair): where no character is in two pairs, one
+    C-level ``findall`` of every bracket read in one pass (one search when the line has no
+    bracket at all, as many lines have not); else one count per bracket character."""
+    signs = r.bracket_signs
+    total = 0
+    if signs is not None:
+        for ch in r.find_brackets(text, start, end):
+            pair, sign = signs[ch]
+            differences[pair] += sign
+            total += sign
+        return total
+    count = text.count
+    for index, (o, c) in enumerate(r.pairs):
+        d = count(o, start, end) - count(c, start, end)
+        differences[index] += d
+        total += d
+    return total
+
+
 def _logical_end(r: _Reading, text: str, start: int, end: int, column: int, timeout: float) -> tuple[int, bool]:
     """The end of the statement starting at ``start`` on the line ending at ``end``, and
-    whether that line's brackets pair up by count.
+    whether every pair's counts are equal over the statement's lines (the answer
+    :func:`_unbalanced` would count again).
 
     A statement continues on the next physical lines while its brackets are open and
     those lines are indented past it (a signature's parameters); the extension stops at
-    the first line that is not, so it stays linear."""
-    depth, even = _excess(r, text, start, end)
-    if even:
+    the first line that is not, so it stays linear.  Each line's brackets are counted
+    once, per pair: a statement over several lines (a ``def``'s signature) whose pairs
+    close is known balanced by count without a second pass."""
+    differences = [0] * len(r.pairs)
+    depth = _pair_excess(r, text, start, end, differences)
+    if not any(differences):
         return end, True
     if depth <= 0 or (r.may_quote(text, start, end) and _balanced(r, text, start, end, timeout) is not None):
         return end, False
@@ -513,8 +521,8 @@ def _logical_end(r: _Reading, text: str, start: int, end: int, column: int, time
         if nxt.end(indent_group) - (end + 1) <= column:
             break
         line_start, end = end + 1, nxt.end(text_group)
-        depth += _excess(r, text, line_start, end)[0]
-    return end, False
+        depth += _pair_excess(r, text, line_start, end, differences)
+    return end, not any(differences)
 
 
 def _exact(r: _Reading, text: str, rules: tuple, first: int, last: int, indent_end: int, text_end: int, stop: int,

@@ -151,8 +151,9 @@ def _matchers(grammar: Grammar) -> tuple:
     extractor is made per text): the scan's finditer (:data:`_SCAN_PATTERNS`), the string quotes,
     the bracket finder, :func:`nesting`, closers by opener, the ``param``, ``expr_items``
     and ``identifier`` full matchers, :func:`structure_finder`'s answer (brackets and
-    separators: :meth:`Extractor.list_items`), and the numbers of the groups of
-    the scan's pattern that :meth:`Extractor._scan` dispatches on."""
+    separators: :meth:`Extractor.list_items`), the numbers of the groups of
+    the scan's pattern that :meth:`Extractor._scan` dispatches on, and which statement
+    rules capture a declared ``type`` (an assignment's annotation, read by the walk)."""
     found = _MATCHERS.get(id(grammar))
     if found is None or found[0] is not grammar:
         if len(_MATCHERS) >= 64:  # grammars loaded from files by tests: bounded
@@ -163,7 +164,8 @@ def _matchers(grammar: Grammar) -> tuple:
             references.finditer, grammar.string_quotes, bracket_finder(grammar), nesting(grammar),
             dict(grammar.bracket_pairs), frag["param"].fullmatch, frag["expr_items"].fullmatch,
             structure_finder(grammar), frag["identifier"].fullmatch,
-            tuple(references.groupindex.get(name, -1) for name in _SCAN_GROUPS)))
+            tuple(references.groupindex.get(name, -1) for name in _SCAN_GROUPS),
+            {rule: rule.captures("type") for rule in grammar.statements}))
     return found[1]
 
 
@@ -195,13 +197,12 @@ class Extractor:
         self.too_deep: Optional[int] = None  # offset of the first condition past the depth limit (CP113)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
-        self._typed_rules: dict = {}  # assignment rule -> does it capture a declared type
         # `receiver` and `balanced` are compiled when a text first needs them (`regex`
         # compiles slowly, and many texts never ask): see _scan and _call_spans.
         # `string_item` (`__parameters__` lists) is looked up when used: method text
         # has none, and compiling costs start-up.
         (self._references, self._quotes, self._brackets, self._nested, self._closers, self._param, self._items,
-         self._structure, self._identifier, self._scan_groups) = _matchers(grammar)
+         self._structure, self._identifier, self._scan_groups, self._typed_rules) = _matchers(grammar)
 
     # -- files and classes -------------------------------------------------------
     def start(self, body: list[Stmt]) -> tuple[list[dict], list]:
@@ -1058,9 +1059,7 @@ class _Walk:
                     value, target = raw.span("value"), raw.span("targets")
                 else:
                     value, target = raw.span(numbers["value"]), raw.span(numbers["targets"])
-                has_type = typed.get(s.rule)
-                if has_type is None:  # once per rule: does it capture a declared type?
-                    has_type = typed[s.rule] = "type" in s.match.re.groupindex
+                has_type = typed[s.rule]  # does its rule capture a declared type?
                 annotation = raw.group("type" if numbers is None else numbers["type"]) if has_type else None
                 t0, t1 = target
                 v0, v1 = value
