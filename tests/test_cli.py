@@ -483,6 +483,45 @@ def test_python_m_codeparse(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+# The process's own command line, in a fresh process, as `python -m codeparse` (runpy) and
+# the console script (`main()` without arguments) run it, with a look at the collector when
+# the interpreter ends (atexit handlers run after sys.exit, before its last collection).
+_ENTRY = """
+import atexit, gc, sys
+atexit.register(lambda: print("at exit", gc.get_threshold(), gc.get_freeze_count() > 0))
+how, sys.argv = sys.argv[1], ["codeparse", *sys.argv[2:]]
+if how == "module":
+    import runpy
+    runpy.run_module("codeparse", run_name="__main__")
+else:
+    from codeparse.cli import main
+    sys.exit(main())
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize("how", ["module", "script"])
+@pytest.mark.parametrize("argv, code", [(["rule", "CP201"], 0), (["rule", "CP999"], 2), (["check", "--no-such-option"], 2)])
+def test_the_process_command_line_exits_with_its_code_its_heap_frozen(tmp_path, how, argv, code):
+    """`python -m codeparse` and the console script end the process with the command's
+    exit code; the process collects garbage as a worker does and leaves its heap frozen for
+    the interpreter's end.  `main(argv)` (tests, embedding) leaves the collector alone."""
+    proc = subprocess.run([sys.executable, "-c", _ENTRY, how, *argv], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(), timeout=120)
+    assert proc.returncode == code, proc.stderr
+    assert "not reached" not in proc.stdout and "Traceback" not in proc.stderr
+    assert proc.stdout.splitlines()[-1] == "at exit (100000, 50, 100) True"
+
+
+def test_main_with_arguments_leaves_the_collector_alone(capsys):
+    import gc
+
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    assert main(["rule", "CP201"]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (thresholds, frozen)
+    assert "CP201" in capsys.readouterr().out
+
+
 def _imported(tmp_path: Path, *argv: str, full: bool = False) -> set[str]:
     """The top-level packages a ``codeparse`` process imports (``-X importtime``); with
     ``full``, the modules by their dotted names."""

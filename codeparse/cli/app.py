@@ -22,7 +22,7 @@ import sys
 from typing import Any, Optional, Sequence, TextIO
 
 from ..contract.views import view
-from ..gate.budget import Terminated
+from ..gate.budget import WORKER_THRESHOLDS, Terminated
 from ..output import render
 from ..output.escaping import for_text
 from .output import opened, output_options
@@ -408,8 +408,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Output that cannot be written (disk full, standard output closed) is one line on
-    standard error and exit 2, never "a bug in codeparse"."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    standard error and exit 2, never "a bug in codeparse".
+
+    Without ``argv`` this is the process's own command line (the ``codeparse`` console
+    script, ``python -m codeparse``), and the process ends when it returns; the garbage
+    collector is set for that:
+
+    * it runs as in a check's workers (:data:`codeparse.gate.budget.WORKER_THRESHOLDS`):
+      young garbage is collected per 100,000 new objects, not per 700, so the imports
+      (some two hundred thousand objects that live until the end) are not walked again
+      and again (``python -m codeparse`` sets this before it imports the command line);
+    * when the command is done, every object left is frozen out of the collector
+      (``gc.freeze``): the interpreter's last collection at exit does not walk the heap
+      that is freed with the process anyway (some 8 ms of a 170 ms ``check``).
+    """
+    if argv is not None:
+        return _main(list(argv))
+    import gc
+
+    gc.set_threshold(*WORKER_THRESHOLDS)
+    try:
+        return _main(sys.argv[1:])
+    finally:
+        gc.freeze()
+
+
+def _main(args: list[str]) -> int:
     if sys.stdout is None:
         return _output_failed("standard output is closed")
     real = sys.stdout

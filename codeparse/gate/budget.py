@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 __all__ = ["BudgetExceeded", "Terminated", "cpu_count", "run_bounded", "available", "collecting_as_workers",
-           "input_done"]
+           "input_done", "WORKER_THRESHOLDS"]
 
 
 class BudgetExceeded(Exception):
@@ -88,7 +88,9 @@ def _limit_memory(megabytes: int) -> None:
         pass  # no /proc or no rlimit: the time bound still holds
 
 
-_WORKER_GC = (100_000, 50, 100)  # the workers' collection thresholds (gc.set_threshold)
+# The workers' collection thresholds (``gc.set_threshold``): young garbage collected per
+# 100,000 new objects.  The command line's own process runs with them too (codeparse.cli.run).
+WORKER_THRESHOLDS = (100_000, 50, 100)
 
 
 _frozen_here = 0  # blocks of _heap_frozen entered and not left, in this process
@@ -139,7 +141,7 @@ def collecting_as_workers() -> Iterator[None]:
     new objects; the caller's thresholds and frozen objects as they were on leaving."""
     thresholds = gc.get_threshold()
     with _heap_frozen():
-        gc.set_threshold(*_WORKER_GC)
+        gc.set_threshold(*WORKER_THRESHOLDS)
         try:
             yield
         finally:
@@ -196,7 +198,7 @@ def _worker(tasks: _Pipe, results: _Pipe, parent: int, work: Callable[..., Any],
     # Reading an input makes objects by the hundred thousand that live until its report is
     # sent; the default threshold (700 new objects) walks them again and again, some tenth
     # of a check's time.  Young garbage is still collected, per 100,000 new objects.
-    gc.set_threshold(*_WORKER_GC)
+    gc.set_threshold(*WORKER_THRESHOLDS)
     while True:
         try:
             task = tasks.recv()
@@ -302,6 +304,7 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
     no ``multiprocessing`` to import (some 15 ms, most of a small check's start) and no
     bootstrap of its own in each worker.
     """
+    import pickle  # noqa: F401 - before the first fork: the workers inherit it, none imports it again
     import select
 
     jobs = max(1, min(jobs, cpu_count(), len(tasks)))
