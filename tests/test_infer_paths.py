@@ -15,7 +15,8 @@ fresh objects:
   operator asked once) against the walk through ``past_first_dimension`` (the reference),
   and asked alone, in text order and in reverse;
 * ``tensor`` and ``value_conversions`` (a set made only where two answers hold spans)
-  against the form with a generator and a set per union;
+  against the form with a generator and a set per union; and, on models torch prints with
+  values swapped round a loop, a size read answers alike whichever is read first;
 * :meth:`~codeparse.infer.datadep.FunctionDataDependence.literal` (a name's answer
   remembered with the depth it holds from) against a walk per question, asked at depths
   near the bound and far from it.
@@ -280,10 +281,14 @@ def test_shape_answers_do_not_depend_on_the_order_asked(inferences):
 
 
 class _ReferenceDataDependence(FunctionDataDependence):
-    """tensor and value_conversions as they were written before: a generator per union."""
+    """tensor and value_conversions as they were written before: a generator per union, a
+    guard per name (its answer remembered, also when taken inside a loop it lies on)."""
+
+    cuts = 0
 
     def tensor(self, node, depth):
         if depth > 32:
+            self.cuts += 1
             return None
         if isinstance(node, Name):
             if self.parameters and node.id in self.inf.facts.params and node.id not in self.static:
@@ -309,6 +314,7 @@ class _ReferenceDataDependence(FunctionDataDependence):
 
     def value_conversions(self, node, depth=0):
         if depth > 32:
+            self.cuts += 1
             return None
         if isinstance(node, Name):
             key = ("value", node.id)
@@ -343,30 +349,121 @@ def _reference_union(results):
     return frozenset(out) if hit else None
 
 
-def test_tensor_and_value_conversions_are_the_ones_the_unions_of_generators_give(inferences):
-    """tensor / value_conversions (a union made only where two answers hold spans) against
-    the form with a generator and a set per union, asked of every test, return value and
-    definition's value in the same order on fresh objects."""
-    asked = sizes = conversions = 0
-    for inf in inferences:
-        spans = inf.value_spans()
-        if not spans:
+@pytest.fixture(scope="module")
+def printed() -> list:
+    """The Inference of every function of the fixture texts as torch printed them."""
+    return _inferences([p.read_text(encoding="utf-8") for p in TEXTS + ARCHIVE_CODE])
+
+
+class _Cuts(FunctionDataDependence):
+    """FunctionDataDependence counting the walks the depth bound cut: an answer taken so
+    depends on the depth its name was first reached at, whatever else is remembered."""
+
+    cuts = 0
+
+    def tensor(self, node, depth):
+        self.cuts += depth > 32
+        return super().tensor(node, depth)
+
+    def value_conversions(self, node, depth=0):
+        self.cuts += depth > 32
+        return super().value_conversions(node, depth)
+
+
+def test_tensor_and_value_conversions_of_names_are_the_ones_a_walk_per_name_gives(printed):
+    """tensor / value_conversions of every name with a definition, asked of one object in
+    text order and of another in reverse, against the form with a generator and a set per
+    union asked of a fresh object per name (a name asked first is walked whole: no answer
+    taken inside a loop it lies on is remembered yet), in every function whose walks the
+    depth bound did not cut."""
+    asked = sizes = conversions = cut = 0
+    for inf in printed:
+        names = sorted(inf.facts.defs)
+        if not names:
             continue
-        quick = FunctionDataDependence(inf)
-        reference = _ReferenceDataDependence(inf)
-        reference.reference_memo = {}
-        for span in spans:
-            node = inf.tree(span)
-            found = quick.tensor(node, 0)
-            assert found == reference.tensor(node, 0), inf.text[span[0]:span[1]]
-            converted = quick.value_conversions(node)
-            assert converted == reference.value_conversions(node), inf.text[span[0]:span[1]]
+        ahead, behind = _Cuts(inf), _Cuts(inf)
+        first = [(ahead.tensor(Name(n, 0, 0), 0), ahead.value_conversions(Name(n, 0, 0))) for n in names]
+        last = [(behind.tensor(Name(n, 0, 0), 0), behind.value_conversions(Name(n, 0, 0)))
+                for n in reversed(names)][::-1]
+        fresh = []
+        cuts = ahead.cuts + behind.cuts
+        for name in names:
+            reference = _ReferenceDataDependence(inf)
+            reference.reference_memo = {}
+            found = reference.tensor(Name(name, 0, 0), 0)
+            reference.reference_memo = {}
+            fresh.append((found, reference.value_conversions(Name(name, 0, 0))))
+            cuts += reference.cuts
+        if cuts:
+            cut += 1
+            continue
+        for name, one, other, alone in zip(names, first, last, fresh):
+            assert one == other == alone, (inf.text[:80], name)
             asked += 1
-            sizes += found is not None
-            conversions += converted is not None
-    assert asked > 40000
-    assert sizes > 500
-    assert conversions > 1000
+            sizes += alone[0] is not None
+            conversions += alone[1] is not None
+    assert asked > 9000
+    assert sizes > 80
+    assert conversions > 120
+    assert cut < 30
+
+
+_SWAP_MODEL = """
+import torch
+
+
+class Swap(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        a = x
+        b = x
+        c = x
+        y = x
+        for i in range(n):
+            a, b, c = {carried}
+            if i == 2:
+                {made} = torch.nonzero(x)
+{reads}        return y
+"""
+
+
+@pytest.mark.torch
+def test_sizes_carried_round_a_loop_answer_alike_whichever_is_read_first(tmp_path, monkeypatch):
+    """Values carried round a loop and swapped there (``a, b, c = b, relu(c), a``), one of
+    them set to ``nonzero(x)`` on some pass, their sizes read after the loop: as torch
+    prints each model, every read answers ``data_dependent_shape`` alike whichever order
+    the text reads them in (and as read alone).  Where a value reaches the ``nonzero`` round
+    the loop, its size is data-dependent (``a``, ``b`` and ``c`` of ``b, relu(c), a`` all
+    do)."""
+    import importlib
+
+    import torch
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cases = 0
+
+    def answers(carried: str, made: str, order: str) -> dict:
+        nonlocal cases
+        reads = "".join(f"        if {v}.size(0) > 1:\n            y = y + {k + 1}\n"
+                        for k, v in enumerate(order))
+        name = f"swap_{cases}"
+        cases += 1
+        (tmp_path / f"{name}.py").write_text(_SWAP_MODEL.format(carried=carried, made=made, reads=reads))
+        code = torch.jit.script(importlib.import_module(name).Swap()).code
+        ifs = codeparse.parse_text(code, as_dict=True)["functions"][0]["ifs"]
+        return {i["condition"]["text"]: i["condition"]["data_dependent_shape"] for i in ifs
+                if "torch.size" in i["condition"]["text"]}
+
+    dependent = 0
+    for carried in ("b, torch.relu(c), a", "c, a, torch.relu(b)", "torch.relu(b), c, a"):
+        for made in "abc":
+            alone: dict = {}
+            for v in "abc":
+                alone.update(answers(carried, made, v))
+            assert len(alone) == 3
+            for order in ("abc", "cba", "bca"):
+                assert answers(carried, made, order) == alone, (carried, made, order)
+            dependent += sum(alone.values())
+    assert dependent == 27  # each value reaches the nonzero round the loop
 
 
 def test_a_tuple_element_and_a_chain_past_the_depth_bound():

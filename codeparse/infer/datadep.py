@@ -219,9 +219,9 @@ class FunctionDataDependence:
         self._dead: Optional[frozenset] = None
         self._rows: dict[str, bool] = {}  # name -> first_dim_only
         self.table = export_table()
-        # name -> tensor / value_conversions (the first answer taken; _NOT while it is walked)
-        self._tensors: dict[str, Optional[frozenset]] = {}
-        self._value_conversions: dict[str, Optional[frozenset]] = {}
+        # tensor / value_conversions of names, each answer remembered once complete (_NameWalk)
+        self._tensors = _NameWalk()
+        self._value_conversions = _NameWalk()
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
         self._assigns: dict[str, list] = {}  # name -> its assignments with a value
         self._inplace_names: Optional[set[str]] = None
@@ -293,12 +293,11 @@ class FunctionDataDependence:
             name = node.id
             if self.parameters and name in self.inf.facts.params and name not in self.static:
                 return frozenset({(_PARAMETER, name)})
-            memo = self._tensors
-            if name in memo:
-                return memo[name]
-            memo[name] = _NOT  # cycle guard (loop-carried names)
-            result = memo[name] = _each_value(self.tensor, self.inf.value_of, self._defs(name), depth + 1)
-            return result
+            walk = self._tensors
+            found = walk.answers.get(name, walk)
+            if found is not walk:
+                return found
+            return walk.answer(name, self.tensor, self.inf.value_of, self._defs(name), depth + 1)
         if kind is Index:
             return _each(self.tensor, [node.value, *node.items], depth + 1)
         if kind is Seq:
@@ -375,12 +374,11 @@ class FunctionDataDependence:
         kind = type(node)
         if kind is Name:
             name = node.id
-            memo = self._value_conversions
-            if name in memo:
-                return memo[name]
-            memo[name] = _NOT  # cycle guard
-            result = memo[name] = _each_value(self.value_conversions, self.inf.value_of, self._defs(name), depth + 1)
-            return result
+            walk = self._value_conversions
+            found = walk.answers.get(name, walk)
+            if found is not walk:
+                return found
+            return walk.answer(name, self.value_conversions, self.inf.value_of, self._defs(name), depth + 1)
         if kind is CallExpr:
             kind, name = self._op(node)
             args = node.args
@@ -889,6 +887,69 @@ def _bound(callee: Any, call: CallExpr) -> dict[str, Expr]:
     given = dict(zip(params, call.args))
     given.update(call.keywords)
     return given
+
+
+class _NameWalk:
+    """The answers of one question about names (:meth:`FunctionDataDependence.tensor`,
+    ``value_conversions``), each the union of the answers for the values of the name's
+    definitions, remembered per name once complete.
+
+    A name met again while it is walked (a value carried round a loop) answers None there,
+    so what its walk gives the names walked inside it lacks what it reaches itself: such an
+    answer holds only inside the walk of the name met again.  Names that reach each other
+    so are one strongly connected component (Tarjan's algorithm: each name walked gets a
+    number, ``low`` is the smallest number of a name under way that the walk met), and
+    every name of a component takes the answer of its first name walked, once that walk
+    is done (each reaches what the others reach).  So no name keeps an answer that
+    depends on which question was asked first (but for a walk the depth bound cut, whose
+    answer depends on the depth its name was first reached at)."""
+
+    __slots__ = ("answers", "numbers", "partial", "stack", "low", "count")
+
+    def __init__(self):
+        self.answers: dict[str, Optional[frozenset]] = {}  # name -> its answer for good
+        self.numbers: dict[str, int] = {}  # name walked, not answered for good -> its number
+        self.partial: dict[str, Optional[frozenset]] = {}  # walked inside its component: what it gave
+        self.stack: list[str] = []  # the names of `numbers`, in the order walked
+        self.low = 1 << 62
+        self.count = 0
+
+    def answer(self, name: str, ask: Callable[[Expr, int], Optional[frozenset]], value_of: Callable,
+               defs: list, depth: int) -> Optional[frozenset]:
+        """The answer for ``name`` (not answered for good yet): the union of ``ask`` over the
+        values of ``defs``."""
+        number = self.numbers.get(name)
+        if number is not None:  # met again inside its own component
+            if number < self.low:
+                self.low = number
+            return self.partial.get(name, _NOT)
+        number = self.numbers[name] = self.count
+        self.count += 1
+        outer, self.low = self.low, number
+        stack = self.stack
+        mark = len(stack)
+        stack.append(name)
+        try:
+            result = _each_value(ask, value_of, defs, depth)
+        except BaseException:  # nothing under way stays marked so
+            for member in stack[mark:]:
+                del self.numbers[member]
+                self.partial.pop(member, None)
+            del stack[mark:]
+            self.low = outer
+            raise
+        low = self.low
+        if low >= number:  # the first name of its component: every name of it is done
+            answers, numbers, partial = self.answers, self.numbers, self.partial
+            for member in stack[mark:]:
+                answers[member] = result
+                del numbers[member]
+                partial.pop(member, None)
+            del stack[mark:]
+        else:
+            self.partial[name] = result
+        self.low = outer if outer < low else low
+        return result
 
 
 def _each(ask: Callable[[Expr, int], Optional[frozenset]], nodes, depth: int) -> Optional[frozenset]:
