@@ -185,17 +185,21 @@ class Inference:
         best: dict[str, tuple[str, Optional[str]]] = {}
         for ref, mark, natural, typ in found:
             kind = mark or natural
-            if ref not in best or RANK[kind] < RANK[best[ref][0]]:
-                best[ref] = (kind, typ or (best[ref][1] if ref in best else None))
-            elif typ and not best[ref][1]:
-                best[ref] = (best[ref][0], typ)
+            had = best.get(ref)
+            if had is None or RANK[kind] < RANK[had[0]]:
+                best[ref] = (kind, typ or (had[1] if had is not None else None))
+            elif typ and not had[1]:
+                best[ref] = (had[0], typ)
         resolved = self.resolved(node)
-        sources = [
-            {"ref": ref, "kind": kind, "type": typ or pins.get(ref) or "unknown"}
-            for ref, (kind, typ) in best.items()
-        ]
         # Rule 9: the deciding source first, then by kind priority, then by position.
-        sources.sort(key=lambda s: (RANK[s["kind"]], _position(resolved, s["ref"]), s["ref"]))
+        if len(best) > 1:
+            order = sorted(best, key=lambda ref: (RANK[best[ref][0]], _position(resolved, ref), ref))
+        else:
+            order = best
+        sources = []
+        for ref in order:
+            kind, typ = best[ref]
+            sources.append({"ref": ref, "kind": kind, "type": typ or pins.get(ref) or "unknown"})
         kind = sources[0]["kind"] if sources else "constant"
         return {
             "text": self.text[test[0]:test[1]],
@@ -329,7 +333,7 @@ class Inference:
         path = self.name_path(name)
         if path and path != self.facts.self_name:
             return None
-        return defs[0], tuple(scope for scope, _ in self._controls(name))
+        return defs[0], tuple([scope for scope, _ in self._controls(name)])
 
     def _visit_single(self, name: str, d: Definition, key, bound: bool = True):
         """A use of a name whose entry would only pass its one definition's result through:
@@ -593,7 +597,10 @@ class Inference:
             ref, declared = self._ref_type(args[0])
             if ref and not declared:
                 pins |= self._bits.pin(ref, "Tensor")
-        found = self._visit_all(operands, scopes)
+        visit = self._visit
+        found = 0
+        for a in operands:
+            found |= visit(a, scopes)
         if mark:
             bits = self._bits
             if not (found & ~bits.pins) and mark in VALUE_MARKS and args and not self._hold_back():

@@ -245,12 +245,12 @@ class Memo:
             whole = (id(self), key)
             if whole in _resumed and whole != _walk[0]:
                 raise _AroundCycle(whole, nesting[0])
-        if not self._tstack:
+        stack = self._tstack
+        if not stack:
             _live.add(self)
         number = self._count
         self._count = number + 1
         index[key] = number
-        stack = self._tstack
         stack.append(key)
         outer_low = self._low
         self._low = number

@@ -79,8 +79,14 @@ class SourceBits:
         """The bit of one source."""
         key = (ref, natural, typ)
         slot = self.slots.get(key)
-        if slot is None:
-            slot = self._slot(key, natural == "runtime")
+        if slot is None:  # a new slot (_slot, inline: most sources are met once)
+            keys = self.keys
+            slot = self.slots[key] = len(keys)
+            keys.append(key)
+            first = 1 << (3 * slot)
+            self.firsts |= first
+            if natural == "runtime":
+                self.kept |= first * 7
         return 1 << (3 * slot + _CLASS[mark])
 
     def pin(self, ref: str, typ: str) -> int:
