@@ -18,7 +18,7 @@ import codeparse
 from codeparse.infer import datadep, memo
 from codeparse.infer.datadep import FunctionDataDependence
 from codeparse.infer.facts import LOOPS, MUTATIONS
-from codeparse.parse.expressions import names_in
+from codeparse.parse.expressions import CallExpr, names_in
 from codeparse.text import extract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,3 +148,47 @@ def test_a_names_flags_are_those_of_the_whole_function_reading(inferences):
             mutated_seen += is_mutated
             looped_seen += is_looped
     assert mutated_seen > 20 and looped_seen > 100
+
+
+def test_the_parts_past_the_names_are_built_when_a_question_needs_them():
+    """Inference() builds the names part only; types, calls, memo and resolved text come
+    with the first question that needs them.  Over every function of every fixture text:
+    a parse leaves many functions (no if, no loop, no caller following them) with none
+    built, and every other with them built; and the answers other stages ask of an
+    Inference before any condition (expr_type, name_type, method_operator, callee_of of
+    every definition's value) are the ones its parts give when built first."""
+    made: list = []
+    real = extract.Inference
+
+    def keep(*args):
+        inf = real(*args)
+        made.append(inf)
+        return inf
+
+    extract.Inference = keep
+    try:
+        for path in TEXTS:
+            codeparse.parse_file(path, as_dict=True)
+    finally:
+        extract.Inference = real
+    unbuilt = sum(1 for inf in made if inf._bits is None)
+    assert unbuilt > 40 and len(made) - unbuilt > 100, (unbuilt, len(made))
+    asked = 0
+    for inf in made:
+        lazy = real(inf.text, inf.reader, inf.facts, inf.sem)
+        eager = real(inf.text, inf.reader, inf.facts, inf.sem)
+        eager._build()
+        for defs in inf.facts.defs.values():
+            for d in defs:
+                if d.value is None:
+                    continue
+                node, same = lazy.tree(d.value), eager.tree(d.value)
+                assert lazy.expr_type(node) == eager.types.expr_type(same), (inf.facts.owner, d.name)
+                assert lazy._bits is not None  # built by that first question
+                if isinstance(node, CallExpr):
+                    assert lazy.method_operator(node) == eager.types.method_operator(same)
+                    assert lazy.callee_of(node) is eager.calls.callee_of(same)
+                asked += 1
+        for name in inf.facts.defs:
+            assert lazy.name_type(name) == eager.types.name_type(name), (inf.facts.owner, name)
+    assert asked > 5000, asked
