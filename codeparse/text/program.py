@@ -364,6 +364,10 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
     from .reader import declarations, decode_code, finish_file, module_name_for, prepare_text, start_file
     from .cache import EntryCache
 
+    # The files' data is this call's alone when the cache is its own (dropped on return) and
+    # met no entry twice (a hit shares a stored file's nested data with the file it came
+    # from): the models then take it instead of copying it.
+    own = cache is None and registry is None
     if cache is None:
         cache = EntryCache()
     findings: dict[str, dict] = {}
@@ -445,9 +449,10 @@ def parse_program(entries: list[tuple[str, bytes]], grammar: Optional[str] = Non
         registry["release"] = lambda: _release(items, functions)
     if as_dict:
         return files, found
-    from ..contract.build import code_file_from_plain
+    from ..contract.build import code_file_from_plain, code_file_taking_plain
 
-    return [code_file_from_plain(cf) for cf in files], found
+    build = code_file_taking_plain if own and cache.hits == 0 else code_file_from_plain
+    return [build(cf) for cf in files], found
 
 
 def _release(items: list[dict], functions: _Functions) -> None:
