@@ -57,16 +57,26 @@ def available() -> bool:
     return hasattr(os, "fork")
 
 
-def _die_with_parent(parent: int) -> None:
-    """Ask the kernel to SIGKILL this process when its parent ends (Linux), and stop at once
-    if the parent is already gone."""
+def _death_signal() -> Optional[Callable[[int, int], Any]]:
+    """Linux's ``prctl`` (from the C library, through ``ctypes``), found in the parent before
+    it forks: each worker then calls it without importing ``ctypes`` and opening the
+    library itself.  None where there is none."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+def _die_with_parent(parent: int, prctl: Optional[Callable[[int, int], Any]]) -> None:
+    """Ask the kernel to SIGKILL this process when its parent ends (``prctl``, Linux), and
+    stop at once if the parent is already gone."""
+    if prctl is not None:
+        try:
+            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
     if os.getppid() != parent:
         os._exit(1)
 
@@ -190,8 +200,9 @@ class _Pipe:
                 pass
 
 
-def _worker(tasks: _Pipe, results: _Pipe, parent: int, work: Callable[..., Any], max_memory: int) -> None:
-    _die_with_parent(parent)
+def _worker(tasks: _Pipe, results: _Pipe, parent: int, work: Callable[..., Any], max_memory: int,
+            prctl: Optional[Callable[[int, int], Any]]) -> None:
+    _die_with_parent(parent, prctl)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills us
     _limit_memory(max_memory)
@@ -225,7 +236,8 @@ class _Worker:
 
     __slots__ = ("pid", "tasks", "results", "status")
 
-    def __init__(self, work: Callable[..., Any], max_memory: int, parent: int, inherited: list[int]):
+    def __init__(self, work: Callable[..., Any], max_memory: int, parent: int, inherited: list[int],
+                 prctl: Optional[Callable[[int, int], Any]] = None):
         task_r, task_w = os.pipe()
         result_r, result_w = os.pipe()
         for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
@@ -247,7 +259,7 @@ class _Worker:
                     sys.stdin = open(os.devnull)
                 except (AttributeError, OSError, ValueError):
                     pass
-                _worker(_Pipe(task_r), _Pipe(result_w), parent, work, max_memory)
+                _worker(_Pipe(task_r), _Pipe(result_w), parent, work, max_memory, prctl)
                 code = 0
             except BaseException:  # noqa: BLE001 - a worker ends with a status, never a traceback
                 code = 1
@@ -307,6 +319,7 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
     import pickle  # noqa: F401 - before the first fork: the workers inherit it, none imports it again
     import select
 
+    prctl = _death_signal()
     jobs = max(1, min(jobs, cpu_count(), len(tasks)))
     parent = os.getpid()
     results: dict[int, Any] = {}
@@ -318,7 +331,7 @@ def run_bounded(tasks: Sequence[tuple], work: Callable[..., Any], *, jobs: int, 
 
     def start() -> _Worker:
         inherited = [fd for w in everyone for fd in w.fds() if fd >= 0]
-        worker = _Worker(work, max_memory, parent, inherited)
+        worker = _Worker(work, max_memory, parent, inherited, prctl)
         everyone.append(worker)
         return worker
 

@@ -534,10 +534,6 @@ def warm_up() -> None:
         from ..pickles import scan  # noqa: F401
         from ..text import cache, program  # noqa: F401
 
-        try:
-            import ctypes  # noqa: F401 - each worker's die-with-parent hook (codeparse.gate.budget), once here
-        except ImportError:
-            pass
         from ..text.reader import parse_text
         from ..grammar.engine import load_grammar
         from ..pickles.picklescan import classify
