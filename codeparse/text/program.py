@@ -512,10 +512,13 @@ def analyse(files: list[dict], root_class: Optional[str],
 
     # Type names in declarations and signatures.
     names_in = _type_names(sem.root)
+    qualified = sem.root + "."
     reported: set[str] = set()
 
     def check_type(file_path: str, text: Optional[str], span: Any) -> None:
-        for name in names_in(text or ""):
+        if not text or qualified not in text:  # no qualified class name in it (most: Tensor, int)
+            return
+        for name in names_in(text):
             if name in prog.classes or prog.is_custom(name) or name in reported:
                 continue
             reported.add(name)
