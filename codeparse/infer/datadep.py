@@ -293,11 +293,7 @@ class FunctionDataDependence:
             name = node.id
             if self.parameters and name in self.inf.facts.params and name not in self.static:
                 return frozenset({(_PARAMETER, name)})
-            walk = self._tensors
-            found = walk.answers.get(name, walk)
-            if found is not walk:
-                return found
-            return walk.answer(name, self.tensor, self.inf.value_of, self._defs(name), depth + 1)
+            return self._tensors.answer(name, self.tensor, self.inf.value_of, self._defs, depth + 1)
         if kind is Index:
             return _each(self.tensor, [node.value, *node.items], depth + 1)
         if kind is Seq:
@@ -374,11 +370,8 @@ class FunctionDataDependence:
         kind = type(node)
         if kind is Name:
             name = node.id
-            walk = self._value_conversions
-            found = walk.answers.get(name, walk)
-            if found is not walk:
-                return found
-            return walk.answer(name, self.value_conversions, self.inf.value_of, self._defs(name), depth + 1)
+            return self._value_conversions.answer(name, self.value_conversions, self.inf.value_of, self._defs,
+                                                  depth + 1)
         if kind is CallExpr:
             kind, name = self._op(node)
             args = node.args
@@ -915,9 +908,12 @@ class _NameWalk:
         self.count = 0
 
     def answer(self, name: str, ask: Callable[[Expr, int], Optional[frozenset]], value_of: Callable,
-               defs: list, depth: int) -> Optional[frozenset]:
-        """The answer for ``name`` (not answered for good yet): the union of ``ask`` over the
-        values of ``defs``."""
+               defs_of: Callable[[str], list], depth: int) -> Optional[frozenset]:
+        """The answer for ``name``: the union of ``ask`` over the values of its definitions
+        (``defs_of(name)``)."""
+        found = self.answers.get(name, self)
+        if found is not self:
+            return found
         number = self.numbers.get(name)
         if number is not None:  # met again inside its own component
             if number < self.low:
@@ -930,7 +926,7 @@ class _NameWalk:
         mark = len(stack)
         stack.append(name)
         try:
-            result = _each_value(ask, value_of, defs, depth)
+            result = _each(ask, defs_of(name), depth, value_of)
         except BaseException:  # nothing under way stays marked so
             for member in stack[mark:]:
                 del self.numbers[member]
@@ -952,36 +948,20 @@ class _NameWalk:
         return result
 
 
-def _each(ask: Callable[[Expr, int], Optional[frozenset]], nodes, depth: int) -> Optional[frozenset]:
+def _each(ask: Callable[[Expr, int], Optional[frozenset]], nodes, depth: int,
+          value_of: Optional[Callable] = None) -> Optional[frozenset]:
     """The union of ``ask(node, depth)`` over ``nodes``, each asked in turn (None when
     every answer is None): what :func:`_union` gives for them, without a set made where
-    at most one answer holds spans."""
+    at most one answer holds spans.  With ``value_of``, ``nodes`` are definitions and each
+    is asked about its value (those with one), read just before it is asked about."""
     found = None
     more = None
     for node in nodes:
+        if value_of is not None:
+            node = value_of(node)
+            if node is None:
+                continue
         r = ask(node, depth)
-        if r is not None:
-            if found is None:
-                found = r
-            elif more is None:
-                more = set(found)
-                more.update(r)
-            else:
-                more.update(r)
-    return frozenset(more) if more is not None else found
-
-
-def _each_value(ask: Callable[[Expr, int], Optional[frozenset]], value_of: Callable, defs: list,
-                depth: int) -> Optional[frozenset]:
-    """:func:`_each` over the values of the definitions ``defs`` (those with one), each
-    read just before it is asked about."""
-    found = None
-    more = None
-    for d in defs:
-        value = value_of(d)
-        if value is None:
-            continue
-        r = ask(value, depth)
         if r is not None:
             if found is None:
                 found = r
