@@ -25,8 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TEXTS = sorted((ROOT / "fixtures" / "text").glob("*/script.code"))
 
 
-@pytest.fixture(scope="module")
-def inferences() -> list:
+def _parsed_inferences() -> list:
     """The Inference of every function of every fixture text, after its file is parsed."""
     made: list = []
     real = extract.Inference
@@ -43,6 +42,11 @@ def inferences() -> list:
     finally:
         extract.Inference = real
     return made
+
+
+@pytest.fixture(scope="module")
+def inferences() -> list:
+    return _parsed_inferences()
 
 
 def test_the_definitions_left_unread_hold_no_in_place_write(inferences, monkeypatch):
@@ -157,20 +161,8 @@ def test_the_parts_past_the_names_are_built_when_a_question_needs_them():
     built, and every other with them built; and the answers other stages ask of an
     Inference before any condition (expr_type, name_type, method_operator, callee_of of
     every definition's value) are the ones its parts give when built first."""
-    made: list = []
+    made = _parsed_inferences()  # (its own parse: the other tests' questions build parts)
     real = extract.Inference
-
-    def keep(*args):
-        inf = real(*args)
-        made.append(inf)
-        return inf
-
-    extract.Inference = keep
-    try:
-        for path in TEXTS:
-            codeparse.parse_file(path, as_dict=True)
-    finally:
-        extract.Inference = real
     unbuilt = sum(1 for inf in made if inf._bits is None)
     assert unbuilt > 40 and len(made) - unbuilt > 100, (unbuilt, len(made))
     asked = 0
