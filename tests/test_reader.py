@@ -330,3 +330,47 @@ def test_token_reads_agree_with_the_matches_on_printed_and_broken_forms(text):
     opener's, text the matches leave unread, line breaks: the same trees in every grammar."""
     for grammar_id in grammar_ids():
         _reads_agree(text, load_grammar(grammar_id), [(0, len(text))])
+
+
+def _module_name_part_by_part(path, root="__torch__"):
+    """``module_name_for`` as it read the path before: every part in turn."""
+    if not path or path == "-" or root not in path:
+        return None
+    parts = [p for p in path.replace("\\", "/").split("!", 1)[-1].split("/") if p and p != "."]
+    for i, part in enumerate(parts):
+        if part == root and i < len(parts) - 1:
+            rest = list(parts[i + 1:])
+            rest[-1] = rest[-1].rsplit(".", 1)[0]
+            return ".".join([root, *rest])
+        if i == len(parts) - 1 and part.rsplit(".", 1)[0] == root:
+            return root
+    return None
+
+
+_PATH_PART = st.sampled_from(["__torch__", "torch", "nn", "conv.py", "__torch__.py", "x.y", ".", "", "..", "a!b",
+                              "code", "__torch__.code", "m\\n"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_PATH_PART, max_size=8), st.sampled_from(["/", "\\", "!"]), st.sampled_from(
+    ["__torch__", "torch", "x.y", "", "."]))
+def test_module_name_for_reads_a_path_as_reading_it_part_by_part_does(parts, sep, root):
+    """The module name of a path (the parts after the first ``root`` part, or ``root`` for a
+    last part named so) is what reading every part in turn gives, on paths of any shape."""
+    from codeparse.text.reader import module_name_for
+
+    path = sep.join(parts)
+    assert module_name_for(path, root) == _module_name_part_by_part(path, root)
+    assert module_name_for(path) == _module_name_part_by_part(path)
+
+
+def test_module_name_for_every_fixture_path():
+    from pathlib import Path
+
+    from codeparse.text.reader import module_name_for
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    paths = [str(p) for p in root.rglob("*.py")] + [str(p.relative_to(root)) for p in root.rglob("*.py")]
+    named = [module_name_for(p) for p in paths]
+    assert named == [_module_name_part_by_part(p) for p in paths]
+    assert sum(n is not None and n.startswith("__torch__.") for n in named) > 500

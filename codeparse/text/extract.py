@@ -180,6 +180,9 @@ class Extractor:
         self.functions = functions
         self.callees: dict[str, Callee] = {}
         self._active: set = getattr(functions, "active", None) or set()
+        # The hook's `register` (an archive's table of callees), if it has one: each
+        # function is registered as it is prepared.
+        self._register = getattr(functions, "register", None) if functions is not None else None
         # Optional: qualified class name -> (class kind, declared attributes) of the
         # other classes of an archive (codeparse.text.program); None outside archives.
         self.types = types
@@ -447,13 +450,15 @@ class Extractor:
         text = self.text
         src = self.source
         intern = self.intern
-        name = stmt.group("name")
+        signature = stmt.match  # the def's name, its parameters (every capture) and return type
+        name = signature.group("name")
+        returns = signature.group("returns")
         params = []
         annotations: dict[str, Optional[str]] = {}
         gid = self.grammar.id
         starts = src.line_starts
         last = len(starts)
-        for start, end in stmt.match.spans("param"):
+        for start, end in signature.spans("param"):
             key = (gid, text[start:end])
             read = _PARAMS.get(key, False)
             if read is False:
@@ -495,15 +500,15 @@ class Extractor:
         walk = _Walk(self, facts, text.find(_NEW, stmt.start, stmt.block_end) != -1)
         walk.block(stmt.body, 0, ())
         inference = Inference(text, self.reader, facts, self.sem)
-        callee = Callee(qualified, inference, [(p["name"], p["default"] is not None) for p in params],
-                        stmt.group("returns"), self._active)
+        callee = Callee(qualified, inference, [(p["name"], p["default"] is not None) for p in params], returns,
+                        self._active)
         self.callees.setdefault(qualified, callee)
-        if self.functions is not None and hasattr(self.functions, "register"):
-            self.functions.register(qualified, callee)
-        return stmt, name, qualified, params, facts, walk, inference, declared
+        if self._register is not None:
+            self._register(qualified, callee)
+        return stmt, name, qualified, params, facts, walk, inference, declared, returns
 
     def _finish(self, state) -> dict:
-        stmt, name, qualified, params, facts, walk, inference, declared = state
+        stmt, name, qualified, params, facts, walk, inference, declared, returns = state
         src = self.source
 
         body_start = stmt.body[0].start if stmt.body else stmt.end
@@ -533,7 +538,7 @@ class Extractor:
             loop["condition"] = self._condition(inference, dd, test, scopes)
         conversions = [src.span(*s) for s in dd.conversions(calls)]
         self._fill_roles(self_refs, receivers, declared, ifs)
-        return _function(name, qualified, _signature(params, stmt.group("returns")), ifs, walk.loops, self_refs,
+        return _function(name, qualified, _signature(params, returns), ifs, walk.loops, self_refs,
                          calls, conversions, src.span(stmt.start, stmt.block_end))
 
     def _condition(self, inference: Inference, dd: FunctionDataDependence, test: tuple[int, int], scopes) -> dict:
@@ -611,21 +616,15 @@ class Extractor:
         ``getattr`` on the definition's line (what the path of its value is, without
         reading the value into a tree)."""
         text = self.text
-        sem = self.sem
         calls: list[dict] = []
         refs: list[dict] = []
         receivers: set[str] = set()
         keep = self._keep  # the string pool: keep(s, s)
         receiver_at = None
         dot_after = -1
-        intrinsics = sem.intrinsics
-        self_name = sem.self_name
-        operator = self.operator
         call_span = None  # made when a call first needs it (most calls' extents are read by the pattern)
         declared = inference.declared
         name_path = inference.name_path
-        single_def = inference.single_def
-        identifier = self._identifier
         line_starts = self.source.line_starts
         target_starts = sorted(targets)
         find = text.find
@@ -644,45 +643,6 @@ class Extractor:
         getattr_paths: dict[tuple[int, int], str] = {}  # span of `getattr(obj, "n")` -> its path
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
-        def ref(path: str, at: int, to: int, line: int, before: int) -> dict:
-            """A reference on line ``line``, whose first character is at offset ``before + 1``."""
-            found = ref_data.get(path)
-            if found is None:
-                role, typ = declared(path)
-                found = ref_data[path] = (keep(path, path), role or "unknown", typ if typ is None else keep(typ, typ))
-            return _self_ref(*found, span_data(at, to, line, at - before, line, to - before))
-
-        def call_kind(callee: str, span: tuple[int, int]) -> Optional[tuple[str, Optional[str], str]]:
-            if callee in intrinsics:
-                return None
-            op = operator(callee)
-            if op is not None:
-                kind, target = "operator", op
-            else:
-                kind, target = inference.callee_target(inference.tree(span))
-                if kind == "intrinsic":
-                    return None
-            return kind, target if target is None else keep(target, target), keep(callee, callee)
-
-        def receiver_kind(rs: int, re_: int) -> tuple[str, Optional[str]]:
-            path = None
-            if identifier(text, rs, re_):
-                name = text[rs:re_]
-                d = single_def(name)
-                path = getattr_paths.get(d.value, False) if d is not None and d.element is None else False
-                if path is False:
-                    path = name_path(name)
-            else:
-                path = inference.expr_path(inference.tree((rs, re_)))
-            if path == self_name:
-                return "self_method", path
-            if path is not None:
-                receivers.add(path)
-                role = declared(path)[0]
-                return ("method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule",
-                        keep(path, path))
-            return "method", None
-
         references = self._references
         for stretch in self._reference_ranges(start, end):
             for m in references(text, *stretch):
@@ -692,7 +652,7 @@ class Extractor:
                     callee = text[at:open_pos]
                     found = call_kinds.get(callee, False)
                     if found is False:
-                        found = call_kinds[callee] = call_kind(callee, (at, open_pos))
+                        found = call_kinds[callee] = self._call_kind(inference, callee, (at, open_pos))
                     if found is None:
                         continue
                     close = -1 if spanned else m.end(extent_g)
@@ -723,8 +683,9 @@ class Extractor:
                     found = method_calls.get(callee)
                     if found is None:  # the same text reads the same path within a function
                         method = text[method_start:open_pos]
-                        found = method_calls[callee] = (*receiver_kind(rs, re_), keep(method, method),
-                                                        keep(callee, callee))
+                        found = method_calls[callee] = (
+                            *self._receiver_kind(inference, getattr_paths, receivers, rs, re_),
+                            keep(method, method), keep(callee, callee))
                 elif group == attr_g:
                     at = m.start(base_g)
                     if target_starts:
@@ -740,7 +701,7 @@ class Extractor:
                     for attr in m.group(attr_g)[1:].split("."):
                         base = f"{base}.{attr}"
                         pos += 1 + len(attr)
-                        refs.append(ref(base, at, pos, line, before))
+                        refs.append(self._ref(ref_data, declared, base, at, pos, line, before))
                     continue
                 elif group == getattr_g:
                     # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
@@ -754,12 +715,12 @@ class Extractor:
                         for attr in chain:
                             base = f"{base}.{attr}"
                             pos += 1 + len(attr)
-                            refs.append(ref(base, obj_start, pos, line, before))
+                            refs.append(self._ref(ref_data, declared, base, obj_start, pos, line, before))
                         path = f"{base}.{unquote(m.group(name_g))}"
                         span = m.span(getattr_g)
                         if len(path) < _SHORT_PATH:
                             getattr_paths[span] = path
-                        refs.append(ref(path, span[0], span[1], line, before))
+                        refs.append(self._ref(ref_data, declared, path, span[0], span[1], line, before))
                     continue
                 else:  # a string (`references`), or text passed over (`skip`, `end`)
                     continue
@@ -778,6 +739,55 @@ class Extractor:
                 else:
                     calls.append(_call(found[0], found[1], found[2], None, found[3], where))
         return calls, refs, receivers
+
+    def _ref(self, ref_data: dict, declared, path: str, at: int, to: int, line: int, before: int) -> dict:
+        """A reference of the scan on line ``line``, whose first character is at offset
+        ``before + 1``; ``ref_data``: path -> (path, role, type) of the function's paths
+        answered already (``declared`` answers the others)."""
+        found = ref_data.get(path)
+        if found is None:
+            keep = self._keep
+            role, typ = declared(path)
+            found = ref_data[path] = (keep(path, path), role or "unknown", typ if typ is None else keep(typ, typ))
+        return _self_ref(*found, span_data(at, to, line, at - before, line, to - before))
+
+    def _call_kind(self, inference: Inference, callee: str,
+                   span: tuple[int, int]) -> Optional[tuple[str, Optional[str], str]]:
+        """A callee's (kind, target, callee), interned, or None (an intrinsic: no call)."""
+        if callee in self.sem.intrinsics:
+            return None
+        op = self.operator(callee)
+        if op is not None:
+            kind, target = "operator", op
+        else:
+            kind, target = inference.callee_target(inference.tree(span))
+            if kind == "intrinsic":
+                return None
+        keep = self._keep
+        return kind, target if target is None else keep(target, target), keep(callee, callee)
+
+    def _receiver_kind(self, inference: Inference, getattr_paths: dict, receivers: set, rs: int,
+                       re_: int) -> tuple[str, Optional[str]]:
+        """A method call's kind and its receiver's path (interned) for the receiver at
+        ``text[rs:re_]``; a path from ``self`` joins ``receivers``."""
+        text = self.text
+        path = None
+        if self._identifier(text, rs, re_):
+            name = text[rs:re_]
+            d = inference.single_def(name)
+            path = getattr_paths.get(d.value, False) if d is not None and d.element is None else False
+            if path is False:
+                path = inference.name_path(name)
+        else:
+            path = inference.expr_path(inference.tree((rs, re_)))
+        if path == self.sem.self_name:
+            return "self_method", path
+        if path is not None:
+            receivers.add(path)
+            role = inference.declared(path)[0]
+            return ("method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule",
+                    self._keep(path, path))
+        return "method", None
 
     def _receiver_finder(self, end: int):
         """``receiver(at)``: the spans of the receiver and the method name of a method call

@@ -114,15 +114,18 @@ def module_name_for(path: Optional[str], root: str = "__torch__") -> Optional[st
     """``__torch__.torch.nn.modules.conv`` for ``.../code/__torch__/torch/nn/modules/conv.py``."""
     if not path or path == "-" or root not in path:
         return None
-    # The parts PurePosixPath gives (empty and `.` parts dropped), without building one.
-    parts = [p for p in path.replace("\\", "/").split("!", 1)[-1].split("/") if p and p != "."]
-    for i, part in enumerate(parts):
-        if part == root and i < len(parts) - 1:
-            rest = list(parts[i + 1:])
+    # Of the parts PurePosixPath gives (empty and `.` parts dropped, without building one),
+    # the first that is `root` with a part after it starts the module's name; else a last
+    # part that is `root` (a file `__torch__.py`) names the root module.
+    parts = path.replace("\\", "/").split("!", 1)[-1].split("/")
+    if root in parts and root and root != ".":
+        rest = [p for p in parts[parts.index(root) + 1:] if p and p != "."]
+        if rest:
             rest[-1] = rest[-1].rsplit(".", 1)[0]
             return ".".join([root, *rest])
-        if i == len(parts) - 1 and part.rsplit(".", 1)[0] == root:
-            return root
+    for last in reversed(parts):
+        if last and last != ".":
+            return root if last.rsplit(".", 1)[0] == root else None
     return None
 
 
