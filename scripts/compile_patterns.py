@@ -1,4 +1,4 @@
-"""Write ``grammars/patterns.json.gz``: the compiled form of every pattern the grammars compile.
+"""Write ``grammars/patterns.json``: the compiled form of every pattern the grammars compile.
 
     python scripts/compile_patterns.py
 
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import array
-import base64
-import gzip
 import json
 import re
 import sys
@@ -24,7 +22,7 @@ from typing import Any, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codeparse.grammar.compiled import FORMAT, STORE_FILE, engine_tags, recording  # noqa: E402 - the checkout first
+from codeparse.grammar.compiled import FORMAT, STORE_FILE, engine_tags, pack, recording, store_key  # noqa: E402 - the checkout first
 
 
 def _re_entry(source: str) -> Optional[list]:
@@ -39,7 +37,7 @@ def _re_entry(source: str) -> Optional[list]:
     for name, index in parsed.state.groupdict.items():
         indexgroup[index] = name
     return [parsed.state.flags, parsed.state.groups - 1, dict(parsed.state.groupdict), indexgroup,
-            base64.b64encode(array.array("I", code).tobytes()).decode("ascii")]
+            pack(source, array.array("I", code).tobytes())]
 
 
 def _regex_entry(source: str, flags: int) -> list:
@@ -48,7 +46,7 @@ def _regex_entry(source: str, flags: int) -> list:
     data = regex.compile(source, flags)._pickled_data
     (_source, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,
      req_flags, group_count) = data
-    return [flags, stored_flags, base64.b64encode(code).decode("ascii"), group_index, sorted(index_group.items()),
+    return [flags, stored_flags, pack(source, code), group_index, sorted(index_group.items()),
             named_lists, named_list_indexes, req_offset, list(req_chars), req_flags, group_count]
 
 
@@ -66,8 +64,17 @@ def sources() -> dict[str, set]:
     return found
 
 
+def _unique(entries: dict[str, Any], source: str) -> str:
+    key = store_key(source)
+    if key in entries:
+        raise SystemExit(f"two patterns share the store key {key}: change the key's checksums")
+    return key
+
+
 def build() -> dict[str, Any]:
-    """The store's content for this interpreter's engines, from :func:`sources`."""
+    """The store's content for this interpreter's engines, from :func:`sources`: each entry
+    under its source's :func:`~codeparse.grammar.compiled.store_key` (the writer fails if two
+    sources share one), the sources ``re`` cannot compile listed as they are."""
     from codeparse.grammar.engine import _FLAGS
 
     found = sources()
@@ -76,18 +83,21 @@ def build() -> dict[str, Any]:
     for source in sorted(found["re"] | found["regex"]):
         entry = _re_entry(source)
         if entry is not None:
-            entries_re[source] = entry
+            entries_re[_unique(entries_re, source)] = entry
         elif source in found["re"] or source in found["regex"]:
             not_re.append(source)
-    entries_regex = {source: _regex_entry(source, _FLAGS) for source in sorted(found["regex"])}
+    entries_regex: dict[str, list] = {}
+    for source in sorted(found["regex"]):
+        entries_regex[_unique(entries_regex, source)] = _regex_entry(source, _FLAGS)
     return {"format": FORMAT, "engines": engine_tags(), "re": entries_re, "not_re": not_re, "regex": entries_regex}
 
 
 def write(path: Any) -> None:
-    """Write :func:`build`'s content to ``path`` (gzip with no timestamp: the same bytes each time)."""
+    """Write :func:`build`'s content to ``path`` (JSON, keys sorted: the same bytes each time for the same
+    patterns and engines)."""
     body = json.dumps(build(), sort_keys=True, separators=(",", ":")).encode("utf-8")
     with open(path, "wb") as handle:
-        handle.write(gzip.compress(body, 9, mtime=0))
+        handle.write(body)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

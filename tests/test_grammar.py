@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import zlib
 from pathlib import Path
 
 import pytest
@@ -251,10 +250,24 @@ def test_groups_renamed_in_the_master_read_like_the_rules_own(tmp_path):
     assert {n for n in got[0].match.re.groupindex if not n.startswith("_")} == set(got[0].rule.group_names())
 
 
+def _decoded(store: dict, engine: str, sources) -> dict:
+    """A store's ``engine`` entries by source (of ``sources``), each with its code unpacked."""
+    from codeparse.grammar import compiled as patterns
+
+    field = 4 if engine == "re" else 2
+    out = {}
+    for source in sources:
+        entry = store[engine].get(patterns.store_key(source))
+        if entry is not None:
+            code = patterns.unpack(source, entry[field])
+            assert code is not None, source[:80]
+            out[source] = [*entry[:field], code, *entry[field + 1:]]
+    return out
+
+
 def test_stored_patterns_cover_the_grammars():
-    """`grammars/patterns.json.gz` holds every pattern the grammars compile, and what this
+    """`grammars/patterns.json` holds every pattern the grammars compile, and what this
     interpreter's engines make of each when it wrote them (`python scripts/compile_patterns.py`)."""
-    import gzip
     import json
 
     import importlib.util
@@ -265,24 +278,27 @@ def test_stored_patterns_cover_the_grammars():
     spec = importlib.util.spec_from_file_location("compile_patterns", script)
     writer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(writer)
-    stored = json.loads(gzip.decompress((grammar_dir() / patterns.STORE_FILE).read_bytes()))
+    stored = json.loads((grammar_dir() / patterns.STORE_FILE).read_bytes())
+    found = writer.sources()
     built = json.loads(json.dumps(writer.build()))
     hint = "the stored patterns lag behind the grammars: run `python scripts/compile_patterns.py`"
-    assert set(stored["re"]) | set(stored["not_re"]) == set(built["re"]) | set(built["not_re"]), hint
+    assert set(stored["re"]) == set(built["re"]) and set(stored["not_re"]) == set(built["not_re"]), hint
     assert set(stored["regex"]) == set(built["regex"]), hint
+    every = found["re"] | found["regex"]
+    assert len(_decoded(stored, "re", every)) == len(stored["re"]), hint  # each entry is its source's
+    assert len(_decoded(stored, "regex", found["regex"])) == len(stored["regex"]), hint
     if stored["engines"]["re"] == built["engines"]["re"]:
-        assert stored["re"] == built["re"], hint
+        assert _decoded(stored, "re", every) == _decoded(built, "re", every), hint
     if stored["engines"]["regex"] == built["engines"]["regex"]:
         # `regex` orders a set of characters by their hashes (PYTHONHASHSEED): the same code
         # in another order; compared as a multiset of bytes.
-        assert {s: _regex_shape(e) for s, e in stored["regex"].items()} == {
-            s: _regex_shape(e) for s, e in built["regex"].items()}, hint
+        assert {s: _regex_shape(e) for s, e in _decoded(stored, "regex", found["regex"]).items()} == {
+            s: _regex_shape(e) for s, e in _decoded(built, "regex", found["regex"]).items()}, hint
 
 
 def test_compile_patterns_help_writes_nothing_and_output_goes_where_asked(tmp_path):
     """The script's ``--help`` prints its usage and leaves the store alone; ``--output``
     writes the same patterns to another file."""
-    import gzip
     import json
     import subprocess
     import sys
@@ -295,19 +311,28 @@ def test_compile_patterns_help_writes_nothing_and_output_goes_where_asked(tmp_pa
     shown = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, check=True)
     assert shown.stdout.startswith("usage: compile_patterns.py") and "--output" in shown.stdout
     assert (store.stat().st_mtime_ns, store.read_bytes()) == before
-    target = tmp_path / "patterns.json.gz"
+    target = tmp_path / "patterns.json"
     wrote = subprocess.run([sys.executable, str(script), "--output", str(target)], capture_output=True, text=True,
                            check=True)
     assert str(target) in wrote.stdout
     assert (store.stat().st_mtime_ns, store.read_bytes()) == before
-    written, stored = (json.loads(gzip.decompress(p.read_bytes())) for p in (target, store))
+    written, stored = (json.loads(p.read_bytes()) for p in (target, store))
     assert set(written["regex"]) == set(stored["regex"]) and set(written["re"]) == set(stored["re"])
 
 
 def _regex_shape(entry: list) -> list:
-    import base64
+    return [*entry[:2], sorted(entry[2]), *entry[3:]]
 
-    return [*entry[:2], sorted(base64.b64decode(entry[2])), *entry[3:]]
+
+def _every_source() -> set:
+    import importlib.util
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_patterns.py"
+    spec = importlib.util.spec_from_file_location("compile_patterns", script)
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    found = writer.sources()
+    return found["re"] | found["regex"]
 
 
 def test_patterns_from_the_store_equal_compiled_ones():
@@ -319,9 +344,12 @@ def test_patterns_from_the_store_equal_compiled_ones():
     assert patterns.REGEX_VERSION0 == regex.VERSION0 and patterns._regex_version() == regex.__version__
     store = patterns._store()
     assert store["re"] and patterns._regex_usable(), "no stored pattern serves this interpreter"
-    for source in store["re"]:
+    every = _every_source()
+    in_re, in_regex = _decoded(store, "re", every), _decoded(store, "regex", every)
+    assert len(in_re) == len(store["re"]) and len(in_regex) == len(store["regex"])
+    for source in in_re:
         assert patterns.compile_re(source) == re.compile(source)  # `re` compares the compiled code
-    for source in store["regex"]:
+    for source in in_regex:
         loaded, compiled = patterns.compile_regex(source, _FLAGS)._pickled_data, regex.compile(source, _FLAGS)._pickled_data
         assert [*loaded[:2], sorted(loaded[2]), *loaded[3:]] == [*compiled[:2], sorted(compiled[2]), *compiled[3:]]
 
@@ -330,40 +358,55 @@ def test_a_bad_stored_entry_is_compiled_instead(monkeypatch):
     from codeparse.grammar import compiled as patterns
 
     source = "(?P<word>[a-z]++)"
-    bad = {"re": {source: [32, 0, {"word": 1}, [None, "word"], "AAAA"]}, "regex": {}, "regex_tag": None,
-           "not_re": set()}
+    bad = {"re": {patterns.store_key(source): [32, 0, {"word": 1}, [None, "word"], patterns.pack(source, b"AAAA")]},
+           "regex": {}, "regex_tag": None, "not_re": set()}
     monkeypatch.setattr(patterns, "_store", lambda: bad)
     assert patterns.compile_re(source) == re.compile(source)
 
 
-@pytest.mark.parametrize("damage", ["flipped", "truncated", "shape"])
+def test_an_entry_packed_for_another_source_is_a_miss(monkeypatch):
+    """Two sources with one key (checksums and length alike) never share an entry: the
+    entry holds its source, and another source is compiled."""
+    from codeparse.grammar import compiled as patterns
+
+    source, other = "(?P<word>[a-z]++)", "(?P<word>[a-y]++)"
+    assert len(source) == len(other) and patterns.store_key(source) != patterns.store_key(other)
+    stored = re.compile(other)
+    code = patterns.unpack(other, patterns.pack(other, b"\x01\x00\x00\x00"))
+    assert code == b"\x01\x00\x00\x00" and patterns.unpack(source, patterns.pack(other, code)) is None
+    entry = [stored.flags, stored.groups, dict(stored.groupindex), [None, "word"], patterns.pack(other, code)]
+    monkeypatch.setattr(patterns, "_store", lambda: {"re": {patterns.store_key(source): entry}, "regex": {},
+                                                     "regex_tag": None, "not_re": set()})
+    assert patterns.compile_re(source) == re.compile(source)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "shape", "entry"])
 def test_a_damaged_store_is_a_slower_start_never_a_failure(tmp_path, monkeypatch, damage):
-    import gzip
+    import json
 
     from codeparse.grammar import locations, compiled as patterns
 
     stored = (grammar_dir() / patterns.STORE_FILE).read_bytes()
-    if damage == "flipped":  # a bit flipped inside the deflate stream: zlib.error, not OSError
-        for at in range(10, len(stored) - 8):  # after the gzip header
-            data = stored[:at] + bytes([stored[at] ^ 0x10]) + stored[at + 1:]
-            try:
-                gzip.decompress(data)
-            except zlib.error:
-                break
-            except (OSError, EOFError):
-                pass
-        else:
-            raise AssertionError("no flipped bit makes zlib fail")
+    source = "(?P<word>[a-z]++)"
+    if damage == "flipped":  # a bit flipped inside the JSON: not JSON any more
+        at = stored.index(b'"format"')
+        data = stored[:at] + bytes([stored[at] ^ 0x40]) + stored[at + 1:]
     elif damage == "truncated":
         data = stored[: len(stored) // 2]
-    else:  # valid JSON of the wrong shape
-        data = gzip.compress(b'{"format": 1, "engines": [], "re": [1], "regex": {"a": 5}, "not_re": 7}')
+    elif damage == "shape":  # valid JSON of the wrong shape
+        data = b'{"format": 2, "engines": [], "re": [1], "regex": {"a": 5}, "not_re": 7}'
+    else:  # an entry whose deflated code is damaged: zlib.error, compiled instead
+        content = json.loads(stored)
+        compiled = re.compile(source)
+        field = patterns.pack(source, b"\x00" * 64)
+        content["re"] = {patterns.store_key(source): [compiled.flags, compiled.groups, dict(compiled.groupindex),
+                                                      [None, "word"], field[:8] + "AAAA" + field[12:]]}
+        data = json.dumps(content).encode()
     (tmp_path / patterns.STORE_FILE).write_bytes(data)
     monkeypatch.setattr(locations, "grammar_dir", lambda: tmp_path)
     patterns._store.cache_clear()
     monkeypatch.setattr(patterns, "_regex_usable", lambda: True)
     try:
-        source = "(?P<word>[a-z]++)"
         assert patterns.compile_re(source) == re.compile(source)
         assert patterns.compile_regex("a", _FLAGS).match("a")
         assert not patterns.known_not_re(source)

@@ -4,18 +4,22 @@ Compiling a grammar's patterns is most of what a fresh process spends before it 
 line: the ``def`` rule alone takes some 6 ms of ``regex``'s compiler, and a saved archive
 needs about fifty patterns.  What a compiler makes of a pattern is data (``re``: a list of
 code words; ``regex``: the code ``regex`` pickles a pattern as), so, as ``compileall``
-stores bytecode, ``grammars/patterns.json.gz`` stores the compiled form of every pattern
+stores bytecode, ``grammars/patterns.json`` stores the compiled form of every pattern
 the shipped grammars compile.  :func:`compile_re` and :func:`compile_regex` build a
 pattern from it in microseconds, and compile as usual when it has no entry.
 
-The file is JSON (never pickle), keyed by each pattern's full source, and it serves only
-the engines that wrote it: the ``re`` part names the Python version and ``_sre``'s code
-magic and word size, the ``regex`` part ``regex``'s version and magic; any other engine
-ignores that part and compiles.  Both engines validate code before they run it.  A pattern
-built from the store equals the one the compiler makes (``re`` compares patterns by their
-code; ``tests/test_grammar.py`` checks every entry).  The grammars' sources change only with
-the grammar files: ``python scripts/compile_patterns.py`` writes the file again, and a test
-fails while it lags behind them.
+The file is JSON (never pickle) and it serves only the engines that wrote it: the ``re``
+part names the Python version, the byte order and ``_sre``'s code magic and word size, the
+``regex`` part ``regex``'s version and magic; any other engine ignores that part and
+compiles.  A process reads the small index (some 80 kB) and unpacks only the entries it
+asks for: each is keyed by checksums and the length of its pattern's source, and its
+code is stored deflated after the source itself, which must equal the source asked for
+(a checksum that two sources share is a miss, never a wrong pattern).  Both engines
+validate code before they run it.  A pattern built from the store equals the one the
+compiler makes (``re`` compares patterns by their code; ``tests/test_grammar.py`` checks
+every entry).  The grammars' sources change only with the grammar files: ``python
+scripts/compile_patterns.py`` writes the file again, and a test fails while it lags behind
+them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from __future__ import annotations
 import array
 import base64
 import functools
-import gzip
 import json
 import os
 import re
@@ -32,11 +35,11 @@ import zlib
 from typing import Any, Optional
 
 __all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "engine_tags", "known_not_re",
-           "recording"]
+           "recording", "store_key", "pack", "unpack"]
 
-STORE_FILE = "patterns.json.gz"
+STORE_FILE = "patterns.json"
 REGEX_VERSION0 = 0x2000  # `regex.VERSION0`, without importing `regex` (a test checks it)
-FORMAT = 1
+FORMAT = 2
 _recorded: Optional[dict[str, set]] = None  # sources compiled while `recording` (the writer)
 
 
@@ -44,7 +47,7 @@ def engine_tags(with_regex: bool = True) -> dict[str, str]:
     """What a stored entry is valid for: this interpreter's ``re`` engine and ``regex``'s."""
     import _sre
 
-    tags = {"re": f"{sys.version_info[0]}.{sys.version_info[1]}/{_sre.MAGIC}/{_sre.CODESIZE}"}
+    tags = {"re": f"{sys.version_info[0]}.{sys.version_info[1]}/{_sre.MAGIC}/{_sre.CODESIZE}/{sys.byteorder}"}
     if with_regex:
         tags["regex"] = f"{_regex_version()}/{getattr(_regex_engine(), 'MAGIC', '')}"
     return tags
@@ -112,16 +115,39 @@ def _regex_engine() -> Any:
     return _import_regex()._regex
 
 
+def store_key(source: str) -> str:
+    """The key of ``source``'s entries in the store: two checksums and the length of its UTF-8 form."""
+    data = source.encode("utf-8", "surrogatepass")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+
+
+def pack(source: str, code: bytes) -> str:
+    """A stored entry's code field: ``source`` (UTF-8) and then ``code``, deflated, in base64."""
+    return base64.b64encode(zlib.compress(source.encode("utf-8", "surrogatepass") + code, 9)).decode("ascii")
+
+
+def unpack(source: str, field: str) -> Optional[bytes]:
+    """The code a field made by :func:`pack` stores for ``source``; None when it was packed
+    for another source (or is damaged)."""
+    try:
+        data = zlib.decompress(base64.b64decode(field))
+    except (ValueError, TypeError, zlib.error):
+        return None
+    head = source.encode("utf-8", "surrogatepass")
+    return data[len(head):] if data.startswith(head) else None
+
+
 @functools.cache
 def _store() -> dict[str, Any]:
-    """The stored entries usable here: ``{"re": {source: entry}, "regex": {...}}`` (read once)."""
+    """The stored entries usable here: ``{"re": {key: entry}, "regex": {...}}`` keyed by
+    :func:`store_key` (read once; each entry's code is unpacked when its pattern is asked for)."""
     from .locations import grammar_dir
 
     none: dict[str, Any] = {"re": {}, "regex": {}, "regex_tag": None, "not_re": set()}
     try:
-        with gzip.open(grammar_dir() / STORE_FILE, "rb") as handle:
+        with open(grammar_dir() / STORE_FILE, "rb") as handle:
             data = json.loads(handle.read())
-    except (OSError, ValueError, EOFError, zlib.error):  # a damaged file (zlib.error: its deflate stream)
+    except (OSError, ValueError):
         return none
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return none
@@ -149,14 +175,16 @@ def compile_re(source: str) -> re.Pattern:
     """``re.compile(source)``, from the store when it holds the pattern."""
     if _recorded is not None:
         _recorded["re"].add(source)
-    entry = _store()["re"].get(source)
+    entry = _store()["re"].get(store_key(source))
     if entry is not None:
         try:
             import _sre
 
-            flags, groups, groupindex, indexgroup, code = entry
-            return _sre.compile(source, flags, array.array("I", base64.b64decode(code)).tolist(), groups,
-                                groupindex, tuple(indexgroup))
+            flags, groups, groupindex, indexgroup, field = entry
+            code = unpack(source, field)
+            if code is not None:
+                return _sre.compile(source, flags, array.array("I", code).tolist(), groups, groupindex,
+                                    tuple(indexgroup))
         except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
             pass
     return re.compile(source)
@@ -166,20 +194,22 @@ def compile_regex(source: str, flags: int) -> Any:
     """``regex.compile(source, flags)``, from the store when it holds the pattern."""
     if _recorded is not None:
         _recorded["regex"].add(source)
-    entry = _store()["regex"].get(source)
+    entry = _store()["regex"].get(store_key(source))
     if isinstance(entry, list) and entry and entry[0] == flags and _regex_usable():
         try:
             _regex = _regex_engine()
-            (_asked, stored_flags, code, group_index, index_group, named_lists, named_list_indexes, req_offset, req_chars,
-             req_flags, group_count) = entry
-            pattern = _regex.compile(source, stored_flags, base64.b64decode(code), group_index,
-                                     {int(k): v for k, v in index_group}, named_lists, named_list_indexes,
-                                     req_offset, tuple(req_chars), req_flags, group_count)
-            if "regex" not in sys.modules:  # `regex` tells copyreg how its patterns pickle once imported
-                import copyreg
+            (_asked, stored_flags, field, group_index, index_group, named_lists, named_list_indexes, req_offset,
+             req_chars, req_flags, group_count) = entry
+            code = unpack(source, field)
+            if code is not None:
+                pattern = _regex.compile(source, stored_flags, code, group_index,
+                                         {int(k): v for k, v in index_group}, named_lists, named_list_indexes,
+                                         req_offset, tuple(req_chars), req_flags, group_count)
+                if "regex" not in sys.modules:  # `regex` tells copyreg how its patterns pickle once imported
+                    import copyreg
 
-                copyreg.pickle(type(pattern), _pickle_pattern)
-            return pattern
+                    copyreg.pickle(type(pattern), _pickle_pattern)
+                return pattern
         except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
             pass
     return _import_regex().compile(source, flags)
