@@ -195,8 +195,7 @@ class Extractor:
         # One object per distinct string of this file's data (callees, targets, names, types):
         # a file repeats them hundreds of times.
         pool: dict[str, str] = {}
-        self._keep = pool.setdefault  # keep(s, s): the pooled string equal to s (the scan calls it inline)
-        self.intern = lambda s, _keep=pool.setdefault: _keep(s, s)
+        self._keep = pool.setdefault  # keep(s, s): the pooled string equal to s
         self.too_deep: Optional[int] = None  # offset of the first condition past the depth limit (CP113)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
@@ -307,7 +306,7 @@ class Extractor:
         buffers: list[str] = []
         attributes: list[dict] = []
         defs: list[Stmt] = []
-        intern = self.intern
+        keep = self._keep
         span = self.source.span
         starts = self.source.line_starts
         last = len(starts)
@@ -336,7 +335,7 @@ class Extractor:
                 elif k == "annotation_decl":
                     raw_name = unquote(raw_name)
                 final = k == "final_decl"
-                typ = typ if typ is None else intern(typ)
+                typ = typ if typ is None else keep(typ, typ)
             elif k == "assign":  # enum members, `RED = 1`
                 if numbers is None:
                     raw_name, value = raw.group("targets", "value")
@@ -449,7 +448,7 @@ class Extractor:
     def _prepare(self, stmt: Stmt, owner: Optional[str], declared):
         text = self.text
         src = self.source
-        intern = self.intern
+        keep = self._keep
         signature = stmt.match  # the def's name, its parameters (every capture) and return type
         name = signature.group("name")
         returns = signature.group("returns")
@@ -478,7 +477,7 @@ class Extractor:
                 where = span_data(start, end, line, start - line_start + 1, line, end - line_start + 1)
             else:
                 where = src.span(start, end)
-            params.append(_param(intern(pname), ann if ann is None else intern(ann), default, where))
+            params.append(_param(keep(pname, pname), ann if ann is None else keep(ann, ann), default, where))
             annotations[pname] = ann
         self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
         if owner:
@@ -495,8 +494,17 @@ class Extractor:
                               types=self._attribute_types if self.types is not None else None,
                               owner=class_owner if params and params[0]["name"] == self.sem.self_name else None,
                               functions=self.lookup, active=self._active)
+        defs = facts.defs
+        at = stmt.start
         for pname, ann in annotations.items():
-            facts.defs.setdefault(pname, []).append(Definition(pname, "param", None, None, (), ann, stmt.start))
+            d = _new(Definition)  # Definition(pname, "param", None, None, (), ann, at)
+            d.name = pname
+            d.kind = "param"
+            d.value = d.element = None
+            d.scopes = ()
+            d.annotation = ann
+            d.start = at
+            defs[pname] = [d]  # a parameter's name is its own (annotations' keys are unique)
         walk = _Walk(self, facts, text.find(_NEW, stmt.start, stmt.block_end) != -1)
         walk.block(stmt.body, 0, ())
         inference = Inference(text, self.reader, facts, self.sem)
@@ -513,27 +521,25 @@ class Extractor:
 
         body_start = stmt.body[0].start if stmt.body else stmt.end
         calls, self_refs, receivers = self._scan(body_start, stmt.block_end, inference, walk.target_spans)
-        starts = [c["span"]["start"] for c in calls] if walk.ifs else []
-
-        def calls_in(block: Optional[list[Stmt]]) -> list[dict]:
-            if not block:
-                return []
-            lo = bisect_left(starts, block[0].start)
-            hi = bisect_left(starts, max(s.block_end for s in block))
-            return calls[lo:hi]
-
         dd = FunctionDataDependence(inference)
         ifs = []
-        for if_stmt, depth, scopes in walk.ifs:
-            ifs.append(_if(
-                src.span(if_stmt.start, if_stmt.end),
-                src.span(if_stmt.start, if_stmt.block_end),
-                depth,
-                self._condition(inference, dd, if_stmt.span_of("test"), scopes),
-                calls_in(if_stmt.body),
-                calls_in(if_stmt.orelse),
-                if_stmt.else_stmt is not None,
-            ))
+        if walk.ifs:
+            # The calls of a block: those from its first statement's start to its last
+            # statement's block end (a block's statements are in text order, each one's
+            # block ending before the next starts).
+            starts = [c["span"]["start"] for c in calls]
+            for if_stmt, depth, scopes in walk.ifs:
+                body, orelse = if_stmt.body, if_stmt.orelse
+                ifs.append(_if(
+                    src.span(if_stmt.start, if_stmt.end),
+                    src.span(if_stmt.start, if_stmt.block_end),
+                    depth,
+                    self._condition(inference, dd, if_stmt.span_of("test"), scopes),
+                    calls[bisect_left(starts, body[0].start):bisect_left(starts, body[-1].block_end)] if body else [],
+                    calls[bisect_left(starts, orelse[0].start):bisect_left(starts, orelse[-1].block_end)]
+                    if orelse else [],
+                    if_stmt.else_stmt is not None,
+                ))
         for loop, (test, scopes) in zip(walk.loops, walk.loop_tests):
             loop["condition"] = self._condition(inference, dd, test, scopes)
         conversions = [src.span(*s) for s in dd.conversions(calls)]
@@ -552,10 +558,10 @@ class Extractor:
             related = dd.shape(inference.tree(test))
         elif kind == "tensor_value":
             related = dd.value_conversions(inference.tree(test))
-        intern = self.intern
+        keep = self._keep
         return _condition(
             cond["text"], cond["resolved"], kind,
-            [_source(intern(s["ref"]), s["kind"], intern(s["type"])) for s in cond["sources"]],
+            [_source(keep(s["ref"], s["ref"]), s["kind"], keep(s["type"], s["type"])) for s in cond["sources"]],
             cond["none_check"], kind == "tensor_shape" and related is not None,
             [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]])
 
@@ -701,7 +707,11 @@ class Extractor:
                     for attr in m.group(attr_g)[1:].split("."):
                         base = f"{base}.{attr}"
                         pos += 1 + len(attr)
-                        refs.append(self._ref(ref_data, declared, base, at, pos, line, before))
+                        found = ref_data.get(base)  # self._ref(...) inline
+                        if found is None:
+                            found = self._ref_data(ref_data, declared, base)
+                        refs.append(_self_ref(found[0], found[1], found[2],
+                                              span_data(at, pos, line, at - before, line, pos - before)))
                     continue
                 elif group == getattr_g:
                     # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
@@ -746,10 +756,16 @@ class Extractor:
         answered already (``declared`` answers the others)."""
         found = ref_data.get(path)
         if found is None:
-            keep = self._keep
-            role, typ = declared(path)
-            found = ref_data[path] = (keep(path, path), role or "unknown", typ if typ is None else keep(typ, typ))
+            found = self._ref_data(ref_data, declared, path)
         return _self_ref(*found, span_data(at, to, line, at - before, line, to - before))
+
+    def _ref_data(self, ref_data: dict, declared, path: str) -> tuple[str, str, Optional[str]]:
+        """(path, role, type) of a path the function has not answered yet, interned and kept
+        in ``ref_data``."""
+        keep = self._keep
+        role, typ = declared(path)
+        found = ref_data[path] = (keep(path, path), role or "unknown", typ if typ is None else keep(typ, typ))
+        return found
 
     def _call_kind(self, inference: Inference, callee: str,
                    span: tuple[int, int]) -> Optional[tuple[str, Optional[str], str]]:
@@ -935,6 +951,10 @@ class Extractor:
 
 
 _NEW = ".__new__("  # `obj = T.__new__(T)`: an object built in the code (its `__init__` call follows)
+# The walk makes a Definition of every binding (tens of thousands a corpus pass), the
+# most frequent (a one-name assignment) without its constructor call: `_new(Definition)`
+# and every field set (tests/test_walk_definitions checks them against the dataclass's fields).
+_new = object.__new__
 _INIT = "__init__"
 
 
@@ -1060,6 +1080,7 @@ class _Walk:
         mutators = self.ex._mutators
         find = text.find
         builds = self.builds
+        new = _new
         for s in stmts:
             k = s.kind
             if k == "assign":
@@ -1080,7 +1101,14 @@ class _Walk:
                 mutates = paren != -1 and (mutators.get(text[v0:paren]) is not False or (paren == v0 and self.objects))
                 if identifier(text, t0, t1):  # one name, as most targets are: bind() inline
                     name = text[t0:t1]
-                    d = Definition(name, "assign", value, None, scopes, annotation, start)
+                    d = new(Definition)  # Definition(name, "assign", value, None, scopes, annotation, start)
+                    d.name = name
+                    d.kind = "assign"
+                    d.value = value
+                    d.element = None
+                    d.scopes = scopes
+                    d.annotation = annotation
+                    d.start = start
                     found = defs.get(name)
                     if found is None:
                         defs[name] = [d]

@@ -1,0 +1,83 @@
+"""The walk's definitions made without Definition's constructor are whole Definitions.
+
+The walk (text.extract) makes the definitions of one-name assignments and of parameters
+with ``object.__new__`` and one store per field; every definition of every function of
+every fixture text must then hold each field of the dataclass and equal the one its
+constructor makes from those fields (a field added to Definition and not set by the walk
+fails here), and the ``if`` blocks' call lists must be what counting each block's
+statements' ends gives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from bisect import bisect_left
+from pathlib import Path
+
+from codeparse.infer.facts import Definition
+from codeparse.text.reader import decode_code, prepare_text, start_file
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIELDS = [f.name for f in dataclasses.fields(Definition)]
+
+
+def _texts():
+    for path in sorted((FIXTURES / "text").glob("*/*.code")) + sorted((FIXTURES / "archive_code").rglob("*.py")):
+        text, _ = decode_code(path.read_bytes(), str(path))
+        yield path, text
+
+
+def _states(started):
+    classes, functions = started.state
+    for cls in classes:
+        yield from cls["methods"]
+    yield from functions
+
+
+def test_every_definition_the_walk_makes_equals_the_constructors():
+    checked = 0
+    seen = set()
+    for path, text in _texts():
+        started = start_file(prepare_text(text, str(path)))
+        for state in _states(started):
+            facts = state[4]
+            for name, defs in facts.defs.items():
+                for d in defs:
+                    missing = [f for f in FIELDS if not hasattr(d, f)]
+                    assert not missing, (path, name, missing)
+                    assert d == Definition(**{f: getattr(d, f) for f in FIELDS}), (path, name)
+                    assert d.name == name
+                    seen.add(d.kind)
+                    checked += 1
+        started.extractor.release()
+    assert checked > 20_000
+    assert {"param", "assign", "for"} <= seen, seen
+
+
+def _calls_in(calls, block):
+    """The calls of a block as counted before: up to the largest block end of its statements."""
+    if not block:
+        return []
+    starts = [c["span"]["start"] for c in calls]
+    return calls[bisect_left(starts, block[0].start):bisect_left(starts, max(s.block_end for s in block))]
+
+
+def test_if_blocks_calls_are_those_up_to_the_largest_block_end():
+    from codeparse.text.reader import finish_file
+
+    ifs = 0
+    for path, text in _texts():
+        started = start_file(prepare_text(text, str(path)))
+        states = list(_states(started))  # before finish_file replaces the classes' methods
+        data = finish_file(started, True)
+        functions = [m for c in data["classes"] for m in c["methods"]] + data["functions"]
+        assert len(functions) == len(states)
+        for state, fn in zip(states, functions):
+            walk = state[5]
+            assert fn["qualified_name"] == state[2]
+            for (if_stmt, _, _), if_data in zip(walk.ifs, fn["ifs"], strict=True):
+                assert if_data["then_calls"] == _calls_in(fn["calls"], if_stmt.body)
+                assert if_data["else_calls"] == _calls_in(fn["calls"], if_stmt.orelse)
+                ifs += 1
+        started.extractor.release()
+    assert ifs > 1_000
