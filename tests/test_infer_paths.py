@@ -32,7 +32,7 @@ import pytest
 
 import codeparse
 from codeparse.infer.datadep import FunctionDataDependence, past_first_dimension
-from codeparse.infer.names import MAX_RESOLVE_DEPTH, Names, _joined, dotted, unquote
+from codeparse.infer.names import _MAX_PATH, MAX_RESOLVE_DEPTH, Names, dotted, unquote
 from codeparse.infer.valuetypes import ValueTypes
 from codeparse.parse.expressions import Attr, CallExpr, Const, Index, Name, Seq
 from codeparse.text import extract
@@ -126,6 +126,14 @@ class _ReferencePaths:
             if len(node.args) == 2 and isinstance(node.args[1], Const) and node.args[1].kind == "string":
                 return _joined(self.expr_path(node.args[0], depth), unquote(node.args[1].text))
         return None
+
+
+def _joined(base, attr: str):
+    """``base.attr``, or None without a base or past ``_MAX_PATH`` characters (as a path was
+    joined before)."""
+    if not base or len(base) + len(attr) >= _MAX_PATH:
+        return None
+    return f"{base}.{attr}"
 
 
 def _reference_local(names: Names, func: Attr) -> bool:

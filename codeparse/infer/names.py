@@ -36,7 +36,9 @@ from .semantics import Semantics
 #: Definitions of an object: its ``__init__`` call, an attribute set on it, a method call.
 _OBJECT_DEFS = ("init", "setattr", "call")
 MAX_RESOLVE_DEPTH = 24  # single definitions followed from one name (`y = y` in broken text stops)
-_MAX_PATH = 1000  # characters of a path from `self` (`self.a.b...`); longer is no module path
+# Characters of a path from `self` (`self.a.b...`); a longer one is no module path (a chain of
+# 32,000 `a_i = a_{i-1}.b` is none; kept, its paths would be 1 GB).
+_MAX_PATH = 1000
 
 
 class Names:
@@ -181,10 +183,15 @@ class Names:
         else:
             path = self.expr_path(node, depth)
         if literal is not None:
-            return _joined(path, unquote(literal.text))
+            attr = literal.text[1:-1]
+            if "\\" in attr:
+                attr = unquote(literal.text)
+            if not path or len(path) + len(attr) >= _MAX_PATH:
+                return None  # see _MAX_PATH
+            return f"{path}.{attr}"
         for attr in reversed(attrs):
             if not path or len(path) + len(attr) >= _MAX_PATH:
-                return None  # see _joined
+                return None  # see _MAX_PATH
             path = f"{path}.{attr}"
         return path
 
@@ -321,14 +328,6 @@ def _around(loop: Scope, at: int, scopes: tuple[Scope, ...]) -> bool:
     """Whether ``loop`` runs again around a use at offset ``at`` inside ``scopes``: the use
     is in its body, or in the test of a ``while`` (computed again after each pass)."""
     return loop in scopes or (loop.kind == "while" and loop.test[0] <= at < loop.test[1])
-
-
-def _joined(base: Optional[str], attr: str) -> Optional[str]:
-    """``base.attr``, or None when there is no base or the path would pass ``_MAX_PATH``
-    (a chain of 32,000 ``a_i = a_{i-1}.b`` is no module path; kept, it would be 1 GB)."""
-    if not base or len(base) + len(attr) >= _MAX_PATH:
-        return None
-    return f"{base}.{attr}"
 
 
 def _position(text: str, ref: str) -> int:

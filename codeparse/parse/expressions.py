@@ -338,8 +338,10 @@ _MATCHERS: dict[int, tuple] = {}
 def _matchers(grammar: Grammar) -> tuple:
     """What a reader reads from its grammar, looked up once per grammar (a reader is made
     per text): the ``atom``, ``trailer``, ``items`` and ``keyword`` matchers, the counting
-    finder and openers (:func:`string_structure_finder`'s, else :func:`structure_finder`'s)
-    and the quote characters that rule counting out (none when the finder reads strings)."""
+    finder and openers (:func:`string_structure_finder`'s, else :func:`structure_finder`'s),
+    the quote characters that rule counting out (none when the finder reads strings), the
+    ``dotted``, ``tokens``, ``flat_call`` and ``flat_argument`` matchers, :func:`token_kinds`,
+    the closers and the token kinds by first character."""
     found = _MATCHERS.get(id(grammar))
     if found is None or found[0] is not grammar:
         if len(_MATCHERS) >= 64:  # grammars loaded from files by tests: bounded
@@ -352,13 +354,16 @@ def _matchers(grammar: Grammar) -> tuple:
             structure = structure_finder(grammar)
             counting = structure if structure is not None else (None, None, ())
         fragments = grammar.fragments
+        kinds = token_kinds(grammar)
         found = _MATCHERS[id(grammar)] = (grammar, (
             expression["atom"].match, expression["trailer"].match, expression["items"].match,
             expression["keyword"].match, *counting,
             fragments["dotted"].fullmatch if "dotted" in fragments else None,
-            expression["tokens"].findall if "tokens" in expression else None, token_kinds(grammar),
+            expression["tokens"].findall if "tokens" in expression else None, kinds,
             _flat_call(expression),
-            expression["flat_argument"].findall if "flat_argument" in expression else None))
+            expression["flat_argument"].findall if "flat_argument" in expression else None,
+            frozenset(closer for _opener, closer in grammar.bracket_pairs),
+            kinds[0] if kinds is not None else None))
     return found[1]
 
 
@@ -370,16 +375,16 @@ class ExpressionReader:
         self._grammar = grammar  # `dict_entry` is looked up when a dict is read (rare)
         # `_quotes`: the quote characters that make `read` match `items` (none when the
         # counting finder reads strings itself).
+        # `_closers`: text that ends with one is no name, text that ends with none no call
+        # (which of the two is tried first: each only takes what it reads exactly).
         (self._atom, self._trailer, self._items, self._keyword, self._finder, self._openers, self._quotes,
-         self._dotted, self._tokens, self._token_kinds, self._flat_call, self._flat_arguments) = _matchers(grammar)
+         self._dotted, self._tokens, self._token_kinds, self._flat_call, self._flat_arguments, self._closers,
+         self._kinds) = _matchers(grammar)
         if self._token_kinds is None:
             self._tokens = None
         self.max_depth = int(grammar.limits["max_expression_depth"])
         if self._flat_arguments is None or self._token_kinds is None or self.max_depth < 1:
             self._flat_call = None  # (arguments are one level deep)
-        # The closers: text that ends with one is no name, text that ends with none no call
-        # (which of the two is tried first: each only takes what it reads exactly).
-        self._closers = frozenset(closer for _opener, closer in grammar.bracket_pairs)
         self.too_deep: Optional[int] = None  # offset where the depth limit was hit
         self._counting = False  # the text being read is split by counting (no line break)
 
@@ -392,7 +397,7 @@ class ExpressionReader:
             if flat is not None:
                 m = flat(text, start, end)
                 if m is not None:
-                    node = self._flat(m, start, end)
+                    node = self._flat(m.groups(), start, end)
                     if node is not None:
                         return node
         else:
@@ -422,40 +427,43 @@ class ExpressionReader:
             return Opaque("not an expression", start, end)
         return node
 
-    def _flat(self, m, start: int, end: int) -> Optional[CallExpr]:
+    def _flat(self, groups: tuple, start: int, end: int) -> Optional[CallExpr]:
         """The tree of a call whose arguments are names, numbers and strings (the grammar's
-        ``flat_call``, matched by ``m`` on ``text[start:end]``): its callee, or its receiver
-        in parentheses and the method's name; the arguments in the match's groups (beyond
-        three, ``flat_argument`` reads the rest), each placed by the lengths before it."""
-        (callee, receiver, method, keyword1, operand1, sep1, keyword2, operand2, sep2, keyword3, operand3, sep3,
-         more) = m.groups()
+        ``flat_call``, whose match on ``text[start:end]`` gave ``groups``): its callee, or
+        its receiver in parentheses and the method's name; the arguments in the match's
+        groups, three at a time (keyword, operand, separator; beyond three, ``flat_argument``
+        reads the rest), each placed by the lengths before it."""
+        callee = groups[0]
         if callee is not None:
             at = start + len(callee)
-            func = _dotted_name(callee, start) if _ATTRIBUTE_DOT in callee else Name(callee, start, at)
+            func = Name(callee, start, at) if _ATTRIBUTE_DOT not in callee else _dotted_name(callee, start)
         else:  # `(recv).method(`: the receiver's node spans its parentheses
-            at = start + len(receiver) + 2
-            func = Name(receiver, start, at)
-            for attr in method[1:].split(_ATTRIBUTE_DOT):
+            at = start + len(groups[1]) + 2
+            func = Name(groups[1], start, at)
+            for attr in groups[2][1:].split(_ATTRIBUTE_DOT):
                 at += 1 + len(attr)
                 func = Attr(func, attr, start, at)
         items: list[Expr] = []
         keywords: list[tuple[str, Expr]] = []
-        if operand1 is None:  # no argument
+        if groups[4] is None:  # no argument
             return CallExpr(func, items, keywords, start, end)
         at += 1
-        kinds = self._token_kinds[0]
-        arguments = ((keyword1, operand1, sep1), (keyword2, operand2, sep2), (keyword3, operand3, sep3))
-        if more:
-            arguments += tuple(self._flat_arguments(self.text, end - 1 - len(more), end - 1))
-        for keyword, operand, sep in arguments:
-            if operand is None:
-                break
+        kinds = self._kinds
+        i, stop_at = 3, 12  # the argument's keyword, operand and separator: groups[i:i + 3]
+        if groups[12]:  # beyond the third argument (`more`: empty after a trailing comma)
+            more = list(groups[3:12])
+            for found in self._flat_arguments(self.text, end - 1 - len(groups[12]), end - 1):
+                more.extend(found)
+            groups, i, stop_at = more, 0, len(more)
+        while True:
+            keyword = groups[i]
+            operand = groups[i + 1]
             if keyword:
                 at += len(keyword)
             stop = at + len(operand)
             kind = kinds.get(operand[0])
             if kind is _T_NAME:
-                node = _dotted_name(operand, at) if _ATTRIBUTE_DOT in operand else Name(operand, at, stop)
+                node = Name(operand, at, stop) if _ATTRIBUTE_DOT not in operand else _dotted_name(operand, at)
             elif kind is _T_STRING:
                 node = Const("string", operand, at, stop)
             elif kind is _T_NUMBER:
@@ -466,9 +474,13 @@ class ExpressionReader:
                 keywords.append((keyword[:-1], node))
             else:
                 items.append(node)
+            sep = groups[i + 2]
             if sep is None:
                 break
             at = stop + len(sep)
+            i += 3
+            if i >= stop_at or groups[i + 1] is None:
+                break
         return CallExpr(func, items, keywords, start, end)
 
     def _tree(self, found: list[str], start: int, end: int) -> Optional[Expr]:
