@@ -62,6 +62,47 @@ def test_table_is_small_and_complete():
         assert json.loads(f.read())["format"] == 1
 
 
+def test_table_entries_read_one_by_one_equal_the_whole_table(monkeypatch, tmp_path):
+    """`load_table()["operators"]` decodes an entry when first asked for: every entry equals
+    the whole file's, a name that is no key (or only text inside a schema) is absent, and
+    iterating gives the whole table; a file in another layout is decoded whole."""
+    from codeparse.grammar import locations
+    from codeparse.infer import operators
+
+    whole = json.loads(gzip.decompress(TABLE.read_bytes()))
+    ops = load_table()["operators"]
+    assert type(ops) is not dict and {k: v for k, v in load_table().items() if k != "operators"} == {
+        k: v for k, v in whole.items() if k != "operators"}
+    for name, entry in whole["operators"].items():
+        assert ops[name] == entry and ops.get(name) == entry and name in ops
+    for name in ("aten::nothing", "aten", "", "::", "t", "format", "operators", "Tensor self", 3):
+        assert ops.get(name) is None and name not in ops
+    assert dict(ops.items()) == whole["operators"] and len(ops) == len(whole["operators"]) and list(ops) == list(
+        whole["operators"])
+
+    # A schema quoting another operator's name as a key would be written (JSON escapes the quotes).
+    tricky = {"format": 1, "torch_version": "x", "generator": "g", "bindings": {"t": "torch"}, "operators": {
+        "a::one": [['(str s="\\"a::two\\":[[") -> ()', '(Tensor t) -> Tensor'], "t"],
+        "a::two": [["() -> ()"], ""], "a::three\\\"": [["(int[] x=[1, 2]) -> int[]"], "tV"]}}
+    first = {"operators": tricky["operators"], **{k: v for k, v in tricky.items() if k != "operators"}}
+    for layout, lazy in ((tricky, True), (first, False)):
+        (tmp_path / operators.TABLE_FILE).write_bytes(gzip.compress(
+            json.dumps(layout, separators=(",", ":"), ensure_ascii=False).encode("utf-8")))
+        monkeypatch.setattr(locations, "grammar_dir", lambda: tmp_path)
+        operators.load_table.cache_clear()
+        try:
+            read = operators.load_table()
+            assert (type(read["operators"]) is not dict) == lazy
+            assert {k: v for k, v in read.items() if k != "operators"} == {
+                k: v for k, v in tricky.items() if k != "operators"}
+            for name, entry in tricky["operators"].items():
+                assert read["operators"].get(name) == entry
+            assert read["operators"].get('a::two":[[') is None and read["operators"].get("x") is None
+            assert dict(read["operators"]) == tricky["operators"]
+        finally:
+            operators.load_table.cache_clear()
+
+
 def test_which_offline_prints_schemas_and_binding(capsys):
     assert main(["which", "torch.add", "--source", "table"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -29,7 +29,8 @@ import gzip
 import importlib.util
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 if TYPE_CHECKING:  # the models import pydantic; inference reads the table without them
     from ..contract.text import CodeFile, Diagnostic
@@ -50,6 +51,8 @@ __all__ = [
 
 TABLE_FILE = "operators.json.gz"
 TABLE_FORMAT = 1
+# The keys the generator writes before "operators", its last (build_table's order).
+_HEAD_KEYS = ("format", "torch_version", "generator", "bindings")
 # Binding code -> the Python namespace that may hold a callable named like the operator.
 BINDINGS: dict[str, str] = {
     "t": "torch",
@@ -166,15 +169,99 @@ def build_table() -> dict:
 
 @functools.cache
 def load_table() -> dict:
-    """The bundled table (``grammars/operators.json.gz``), read once."""
+    """The bundled table (``grammars/operators.json.gz``), read once.
+
+    Its ``"operators"`` is a mapping that decodes an operator's entry when it is first
+    asked for (:class:`_Operators`): a text asks for a few of the table's thousands."""
     from ..grammar.locations import grammar_dir
 
     path = grammar_dir() / TABLE_FILE
     with gzip.open(path, "rb") as f:
-        data = json.loads(f.read().decode("utf-8"))
+        text = f.read().decode("utf-8")
+    data = _Operators.split(text)
+    if data is None:  # another layout than the generator's: the whole table, decoded now
+        data = json.loads(text)
     if data.get("format") != TABLE_FORMAT:
         raise ValueError(f"{path}: operator table format {data.get('format')!r}, expected {TABLE_FORMAT}")
     return data
+
+
+class _Operators(Mapping):
+    """The table's ``"operators"`` object, each entry decoded from the table's text when first
+    asked for; iterating (or asking for the size) decodes them all, once.
+
+    The generator writes ``"operators"`` compactly as the table's last key, after the keys
+    of :data:`_HEAD_KEYS` (``scripts/gen_operator_table.py``): the object spans the text from
+    after its key to the closing brace of the table.  An entry is found by its key, written as the generator
+    writes it, at a key's place (after ``{`` or ``,``): a quote there opens a string, since
+    a quote inside a JSON string follows a backslash, and a string followed by ``:`` is a
+    key; the entries' values hold no object."""
+
+    _KEY = '"operators":'
+
+    def __init__(self, text: str, start: int, end: int):
+        self._text, self._start, self._end = text, start, end
+        self._found: dict[str, Any] = {}
+        self._all: Optional[dict[str, Any]] = None
+
+    @classmethod
+    def split(cls, text: str) -> Optional[dict]:
+        """The table's other keys, with ``"operators"`` as this mapping over ``text``; None
+        when the text is not laid out as the generator writes it."""
+        at = text.find(cls._KEY)
+        start = at + len(cls._KEY)
+        if at < 1 or text[at - 1] != "," or text[start:start + 1] != "{" or not text.endswith("]}}"):
+            return None
+        try:
+            head = json.loads(text[:at] + cls._KEY + "null}")
+        except ValueError:
+            return None
+        if not isinstance(head, dict) or list(head) != [*_HEAD_KEYS, "operators"]:
+            return None
+        head["operators"] = cls(text, start, len(text) - 1)
+        return head
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._found.get(name, self)
+        if found is self:
+            found = self._decode(name)
+            self._found[name] = found
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def _decode(self, name: str) -> Any:
+        if self._all is not None:
+            return self._all.get(name)
+        if not isinstance(name, str):
+            return None
+        text, end = self._text, self._end
+        key = json.dumps(name, ensure_ascii=False, separators=(",", ":")) + ":"
+        at = text.find(key, self._start, end)
+        while at != -1 and text[at - 1] not in "{,":
+            at = text.find(key, at + 1, end)
+        if at == -1:
+            return None
+        value, _stop = json.JSONDecoder().raw_decode(text, at + len(key))
+        return value
+
+    def _every(self) -> dict[str, Any]:
+        if self._all is None:
+            self._all = json.loads(self._text[self._start:self._end])
+        return self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._every())
+
+    def __len__(self) -> int:
+        return len(self._every())
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
 
 
 def _from_table(name: str) -> Optional[OperatorInfo]:
