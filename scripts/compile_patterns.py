@@ -1,8 +1,9 @@
-"""Write ``grammars/patterns.json``: the compiled form of every pattern the grammars compile.
+"""Write ``grammars/patterns.json``: the compiled form of every pattern the grammars compile,
+and ``grammars/compiled/<name>.json``: each ``grammars/<name>.toml`` file as ``tomllib`` reads it.
 
     python scripts/compile_patterns.py
 
-Run it after changing a grammar file (``tests/test_grammar.py`` fails while the stored
+Run it after changing a grammar file or any other TOML file of ``grammars/`` (``tests/test_grammar.py`` fails while the stored
 patterns lag behind the grammars).  It stores what this interpreter's ``re`` and the
 installed ``regex`` make of each pattern; see :mod:`codeparse.grammar.compiled`.  (``regex``
 orders some sets of characters differently from one process to the next, so the bytes
@@ -22,7 +23,8 @@ from typing import Any, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codeparse.grammar.compiled import FORMAT, STORE_FILE, engine_tags, pack, recording, store_key  # noqa: E402 - the checkout first
+from codeparse.grammar.compiled import (  # noqa: E402 - the checkout first
+    FORMAT, STORE_FILE, TABLES_DIR, TABLES_FORMAT, engine_tags, pack, recording, store_key)
 
 
 def _re_entry(source: str) -> Optional[list]:
@@ -100,15 +102,44 @@ def write(path: Any) -> None:
         handle.write(body)
 
 
+def tables(folder: Path) -> dict[str, bytes]:
+    """The compiled form of each TOML file of ``folder``, by file name (``<name>.json``): its
+    text and what ``tomllib`` reads from it, in the order it reads it."""
+    import tomllib
+
+    out = {}
+    for path in sorted(folder.glob("*.toml")):
+        text = path.read_text(encoding="utf-8")
+        form = {"format": TABLES_FORMAT, "toml": text, "data": tomllib.loads(text)}
+        out[path.stem + ".json"] = (json.dumps(form, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                                    + "\n").encode("utf-8")
+    return out
+
+
+def write_tables(source: Path, target: Path) -> int:
+    """Write :func:`tables` of ``source`` into ``target`` and remove the forms of files gone; the count written."""
+    target.mkdir(parents=True, exist_ok=True)
+    forms = tables(source)
+    for stale in target.glob("*.json"):
+        if stale.name not in forms:
+            stale.unlink()
+    for name, body in forms.items():
+        (target / name).write_bytes(body)
+    return len(forms)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--output", type=Path, default=ROOT / "grammars" / STORE_FILE,
-                        help=f"where to write the store (default: grammars/{STORE_FILE})")
+                        help=f"where to write the store (default: grammars/{STORE_FILE}); the compiled TOML "
+                             f"files go to the folder {TABLES_DIR}/ beside it")
     path = parser.parse_args(argv).output.resolve()
     write(path)
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     print(f"wrote {shown} ({path.stat().st_size} bytes)")
+    count = write_tables(ROOT / "grammars", path.parent / TABLES_DIR)
+    print(f"wrote {count} compiled TOML files into {shown.parent / TABLES_DIR}")
     return 0
 
 

@@ -270,14 +270,9 @@ def test_stored_patterns_cover_the_grammars():
     interpreter's engines make of each when it wrote them (`python scripts/compile_patterns.py`)."""
     import json
 
-    import importlib.util
-
     from codeparse.grammar import compiled as patterns
 
-    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_patterns.py"
-    spec = importlib.util.spec_from_file_location("compile_patterns", script)
-    writer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(writer)
+    writer = _writer()
     stored = json.loads((grammar_dir() / patterns.STORE_FILE).read_bytes())
     found = writer.sources()
     built = json.loads(json.dumps(writer.build()))
@@ -318,6 +313,72 @@ def test_compile_patterns_help_writes_nothing_and_output_goes_where_asked(tmp_pa
     assert (store.stat().st_mtime_ns, store.read_bytes()) == before
     written, stored = (json.loads(p.read_bytes()) for p in (target, store))
     assert set(written["regex"]) == set(stored["regex"]) and set(written["re"]) == set(stored["re"])
+    tables = patterns.TABLES_DIR
+    assert [p.read_bytes() for p in sorted((tmp_path / tables).glob("*.json"))] == [
+        p.read_bytes() for p in sorted((grammar_dir() / tables).glob("*.json"))]
+
+
+def _writer():
+    import importlib.util
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_patterns.py"
+    spec = importlib.util.spec_from_file_location("compile_patterns", script)
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    return writer
+
+
+def test_compiled_toml_files_are_what_tomllib_reads():
+    """Each `grammars/*.toml` has its compiled form (`grammars/compiled/<name>.json`, written by
+    `python scripts/compile_patterns.py`): the file's text and what tomllib reads from it, in
+    its order; `read_toml` gives exactly that."""
+    import json
+    import tomllib
+
+    from codeparse.grammar import compiled as patterns
+
+    folder = grammar_dir()
+    hint = "a compiled TOML file lags behind its TOML file: run `python scripts/compile_patterns.py`"
+    forms = _writer().tables(folder)
+    assert set(forms) == {p.name for p in (folder / patterns.TABLES_DIR).glob("*.json")}, hint
+    assert {p.stem + ".json" for p in folder.glob("*.toml")} == set(forms) and len(forms) >= 5
+    for path in sorted(folder.glob("*.toml")):
+        assert (folder / patterns.TABLES_DIR / (path.stem + ".json")).read_bytes() == forms[path.stem + ".json"], hint
+        want = tomllib.loads(path.read_text(encoding="utf-8"))
+        got = patterns.read_toml(path)
+        assert got == want and json.dumps(got) == json.dumps(want), path.name
+
+
+@pytest.mark.parametrize("form", ["other text", "missing", "not json", "other format", "shape"])
+def test_a_toml_file_unlike_its_compiled_form_is_parsed(tmp_path, form):
+    """A compiled form is used only when it holds the file's own text; anything else (an
+    edited file, no form, a damaged one) is the file parsed, and a broken file still fails
+    as tomllib fails."""
+    import json
+    import tomllib
+
+    from codeparse.grammar import compiled as patterns
+
+    path = tmp_path / "table.toml"
+    path.write_text('[a]\nb = 1\nc = "d"\n', encoding="utf-8")
+    (tmp_path / patterns.TABLES_DIR).mkdir()
+    stored = tmp_path / patterns.TABLES_DIR / "table.json"
+    body = {"format": patterns.TABLES_FORMAT, "toml": path.read_text(encoding="utf-8"), "data": {"a": {"b": 2}}}
+    if form == "other text":
+        body["toml"] += "# edited\n"
+    if form == "other format":
+        body["format"] += 1
+    if form == "shape":
+        body["data"] = []
+    if form != "missing":
+        stored.write_text("{" if form == "not json" else json.dumps(body), encoding="utf-8")
+    assert patterns.read_toml(path) == {"a": {"b": 1, "c": "d"}}
+    body["toml"], body["format"], body["data"] = path.read_text(encoding="utf-8"), patterns.TABLES_FORMAT, {"z": 1}
+    stored.write_text(json.dumps(body), encoding="utf-8")
+    assert patterns.read_toml(path) == {"z": 1}  # the same text: its form is what is read
+    path.write_text("[a\n", encoding="utf-8")
+    with pytest.raises(tomllib.TOMLDecodeError):
+        patterns.read_toml(path)
 
 
 def _regex_shape(entry: list) -> list:
@@ -325,13 +386,7 @@ def _regex_shape(entry: list) -> list:
 
 
 def _every_source() -> set:
-    import importlib.util
-
-    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_patterns.py"
-    spec = importlib.util.spec_from_file_location("compile_patterns", script)
-    writer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(writer)
-    found = writer.sources()
+    found = _writer().sources()
     return found["re"] | found["regex"]
 
 

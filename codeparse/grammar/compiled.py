@@ -20,6 +20,11 @@ compiler makes (``re`` compares patterns by their code; ``tests/test_grammar.py`
 every entry).  The grammars' sources change only with the grammar files: ``python
 scripts/compile_patterns.py`` writes the file again, and a test fails while it lags behind
 them.
+
+The grammar folder's TOML files are stored read, too: ``grammars/compiled/<name>.json``
+holds a file's text and what ``tomllib`` reads from it (:func:`read_toml` gives that when
+the file's text is the one stored, and parses the file otherwise), so a process parses no
+TOML; the same script writes them, and a test checks each against the file.
 """
 
 from __future__ import annotations
@@ -32,14 +37,17 @@ import os
 import re
 import sys
 import zlib
+from pathlib import Path
 from typing import Any, Optional
 
 __all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "engine_tags", "known_not_re",
-           "recording", "store_key", "pack", "unpack"]
+           "recording", "store_key", "pack", "unpack", "read_toml", "TABLES_DIR", "TABLES_FORMAT"]
 
 STORE_FILE = "patterns.json"
 REGEX_VERSION0 = 0x2000  # `regex.VERSION0`, without importing `regex` (a test checks it)
 FORMAT = 2
+TABLES_DIR = "compiled"  # beside the TOML files: <name>.json per <name>.toml
+TABLES_FORMAT = 1
 _recorded: Optional[dict[str, set]] = None  # sources compiled while `recording` (the writer)
 
 
@@ -213,6 +221,32 @@ def compile_regex(source: str, flags: int) -> Any:
         except Exception:  # noqa: BLE001 - a bad entry is only a slower start: compile it
             pass
     return _import_regex().compile(source, flags)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """What ``tomllib.loads`` reads from the text of the TOML file ``path``: from the file's
+    compiled form (``compiled/<name>.json`` beside it) when that was made from the same text,
+    else parsed.  Raises as reading the text and ``tomllib`` do."""
+    text = path.read_text(encoding="utf-8")
+    form = _compiled_form(path.parent / TABLES_DIR / (path.stem + ".json"))
+    if form is not None and form[0] == text:
+        return form[1]
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+def _compiled_form(path: Path) -> Optional[tuple[str, dict[str, Any]]]:
+    """A compiled TOML file's (text, data), or None (no such file, or not one)."""
+    try:
+        with open(path, "rb") as handle:
+            form = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(form, dict) or form.get("format") != TABLES_FORMAT:
+        return None
+    text, data = form.get("toml"), form.get("data")
+    return (text, data) if isinstance(text, str) and isinstance(data, dict) else None
 
 
 def _pickle_pattern(pattern: Any) -> tuple:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from .compiled import REGEX_VERSION0, compile_re, compile_regex, known_not_re, regex_error
+from .compiled import REGEX_VERSION0, compile_re, compile_regex, known_not_re, read_toml, regex_error
 from .locations import _grammar_dir, grammar_dir  # noqa: F401 - re-exported: where the grammar files are
 
 __all__ = [
@@ -663,7 +663,7 @@ def load_grammar_file(path: str | Path) -> Grammar:
 
 def _load(path: Path) -> Grammar:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise GrammarError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -798,7 +798,7 @@ def load_data_table(name: str) -> dict[str, Any]:
     parsed is a :class:`GrammarError` naming it.  Callers cache what they keep."""
     path = grammar_dir() / name
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return read_toml(path)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise GrammarError(f"{path}: cannot load: {exc}") from None
 
