@@ -20,6 +20,7 @@ span_data = record("Span", ("start", "end", "line", "column", "end_line", "end_c
 __all__ = ["SourceText", "span_data"]
 
 _PLUS_ONE = (1).__add__
+_new, _SPAN = object.__new__, span_data.cls
 
 
 class SourceText:
@@ -45,10 +46,17 @@ class SourceText:
     def span(self, start: int, end: int) -> dict:
         """A :class:`Span` as a plain dict (a key-sharing one: see :func:`codeparse.contract.views.record`)."""
         starts = self.line_starts
-        index = bisect_right(starts, start) - 1
-        line_start = starts[index]
-        if index + 1 < len(starts) and end >= starts[index + 1]:
-            end_line, end_column = self.position(end)
+        line = bisect_right(starts, start)
+        o = _new(_SPAN)  # span_data(start, end, line, column, end_line, end_column), inline
+        o.start = start
+        o.end = end
+        o.line = line
+        o.column = start - starts[line - 1] + 1
+        if line < len(starts) and end >= starts[line]:
+            end_line = bisect_right(starts, end)
+            o.end_line = end_line
+            o.end_column = end - starts[end_line - 1] + 1
         else:  # on the same line, as most spans are
-            end_line, end_column = index + 1, end - line_start + 1
-        return span_data(start, end, index + 1, start - line_start + 1, end_line, end_column)
+            o.end_line = line
+            o.end_column = end - starts[line - 1] + 1
+        return o.__dict__

@@ -310,6 +310,7 @@ class Extractor:
         span = self.source.span
         starts = self.source.line_starts
         last = len(starts)
+        span_class, attribute_class = span_data.cls, _attribute.cls
         for child in stmt.body:
             k = child.kind
             if k == "def":
@@ -348,12 +349,25 @@ class Extractor:
             # span(start, end) inline for a declaration on one line, as they all are
             at, to = child.start, child.end
             line = bisect_right(starts, at)
-            line_start = starts[line - 1]
             if line == last or to < starts[line]:
-                where = span_data(at, to, line, at - line_start + 1, line, to - line_start + 1)
+                line_start = starts[line - 1] - 1
+                o = _new(span_class)
+                o.start = at
+                o.end = to
+                o.line = line
+                o.column = at - line_start
+                o.end_line = line
+                o.end_column = to - line_start
+                where = o.__dict__
             else:
                 where = span(at, to)
-            attributes.append(_attribute(raw_name, typ, final, value, where))
+            o = _new(attribute_class)  # _attribute(name, type, final, value, where), inline
+            o.name = raw_name
+            o.type = typ
+            o.final = final
+            o.value = value
+            o.span = where
+            attributes.append(o.__dict__)
         return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
                 "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
 
@@ -457,6 +471,7 @@ class Extractor:
         gid = self.grammar.id
         starts = src.line_starts
         last = len(starts)
+        span_class, param_class = span_data.cls, _param.cls
         for start, end in signature.spans("param"):
             key = (gid, text[start:end])
             read = _PARAMS.get(key, False)
@@ -472,12 +487,24 @@ class Extractor:
                 pname, ann, default = read
             # src.span(start, end) inline for a parameter on one line, as most are
             line = bisect_right(starts, start)
-            line_start = starts[line - 1]
             if line == last or end < starts[line]:
-                where = span_data(start, end, line, start - line_start + 1, line, end - line_start + 1)
+                line_start = starts[line - 1] - 1
+                o = _new(span_class)
+                o.start = start
+                o.end = end
+                o.line = line
+                o.column = start - line_start
+                o.end_line = line
+                o.end_column = end - line_start
+                where = o.__dict__
             else:
                 where = src.span(start, end)
-            params.append(_param(keep(pname, pname), ann if ann is None else keep(ann, ann), default, where))
+            o = _new(param_class)  # _param(name, annotation, default, where), inline
+            o.name = keep(pname, pname)
+            o.annotation = ann if ann is None else keep(ann, ann)
+            o.default = default
+            o.span = where
+            params.append(o.__dict__)
             annotations[pname] = ann
         self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
         if owner:
@@ -650,6 +677,8 @@ class Extractor:
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
         references = self._references
+        # Records made inline (see codeparse.contract.views.record): each field set in order.
+        new, span_class, call_class, ref_class = _new, span_data.cls, _call.cls, _self_ref.cls
         for stretch in self._reference_ranges(start, end):
             for m in references(text, *stretch):
                 group = m.lastindex
@@ -710,8 +739,18 @@ class Extractor:
                         found = ref_data.get(base)  # self._ref(...) inline
                         if found is None:
                             found = self._ref_data(ref_data, declared, base)
-                        refs.append(_self_ref(found[0], found[1], found[2],
-                                              span_data(at, pos, line, at - before, line, pos - before)))
+                        o = new(span_class)  # span_data(...) inline
+                        o.start = at
+                        o.end = pos
+                        o.line = line
+                        o.column = at - before
+                        o.end_line = line
+                        o.end_column = pos - before
+                        where = o.__dict__
+                        o = new(ref_class)  # _self_ref(path, role, type, where) inline
+                        o.path, o.role, o.declared_type = found
+                        o.span = where
+                        refs.append(o.__dict__)
                     continue
                 elif group == getattr_g:
                     # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
@@ -740,14 +779,30 @@ class Extractor:
                     if call_span is None:
                         call_span = self._call_spans(end)
                     where = call_span(at, open_pos)
-                else:
+                else:  # span_data(at, close, line, column, line, end column), inline
                     line = bisect_right(line_starts, at)
-                    line_start = line_starts[line - 1]
-                    where = span_data(at, close, line, at - line_start + 1, line, close - line_start + 1)
+                    line_start = line_starts[line - 1] - 1
+                    o = new(span_class)
+                    o.start = at
+                    o.end = close
+                    o.line = line
+                    o.column = at - line_start
+                    o.end_line = line
+                    o.end_column = close - line_start
+                    where = o.__dict__
+                o = new(call_class)  # _call(kind, receiver, method, target, callee, where), inline
+                o.kind = found[0]
                 if group == call_g:
-                    calls.append(_call(found[0], None, None, found[1], found[2], where))
+                    o.receiver = o.method = None
+                    o.target = found[1]
+                    o.callee = found[2]
                 else:
-                    calls.append(_call(found[0], found[1], found[2], None, found[3], where))
+                    o.receiver = found[1]
+                    o.method = found[2]
+                    o.target = None
+                    o.callee = found[3]
+                o.span = where
+                calls.append(o.__dict__)
         return calls, refs, receivers
 
     def _ref(self, ref_data: dict, declared, path: str, at: int, to: int, line: int, before: int) -> dict:
