@@ -1,5 +1,5 @@
 """Records made inline (the scan's calls and references, parameters, class attributes,
-spans) are the dicts their makers make: the same keys in the same order, sharing the
+condition sources, spans) are the dicts their makers make: the same keys in the same order, sharing the
 maker's key table (so the same size), on every fixture text."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ MAKERS = {
     "ref": extract._self_ref,
     "param": extract._param,
     "attribute": extract._attribute,
+    "source": extract._source,
 }
 
 
@@ -58,4 +59,7 @@ def test_inline_records_equal_and_share_keys_with_their_makers():
                 _same("span", i["span"])
                 _same("span", i["block_span"])
                 seen["span"] += 1
+                for source in i["condition"]["sources"]:
+                    _same("source", source)
+                    seen["source"] += 1
     assert all(count > 100 for count in seen.values()), seen

@@ -586,11 +586,19 @@ class Extractor:
         elif kind == "tensor_value":
             related = dd.value_conversions(inference.tree(test))
         keep = self._keep
+        sources = []
+        for s in cond["sources"]:
+            o = _new(_SOURCE_CLASS)  # _source(ref, kind, type), inline
+            ref, typ = s["ref"], s["type"]
+            o.ref = keep(ref, ref)
+            o.kind = s["kind"]
+            o.type = keep(typ, typ)
+            sources.append(o.__dict__)
         return _condition(
-            cond["text"], cond["resolved"], kind,
-            [_source(keep(s["ref"], s["ref"]), s["kind"], keep(s["type"], s["type"])) for s in cond["sources"]],
+            cond["text"], cond["resolved"], kind, sources,
             cond["none_check"], kind == "tensor_shape" and related is not None,
-            [self.source.span(*s) for s in sorted(related or ()) if not test[0] <= s[0] < test[1]])
+            [self.source.span(*s) for s in sorted(related)
+             if not test[0] <= s[0] < test[1]] if related else [])
 
     def _reference_ranges(self, start: int, end: int):
         """The stretches of ``text[start:end]`` the reference scan reads: lines nested
@@ -769,7 +777,22 @@ class Extractor:
                         span = m.span(getattr_g)
                         if len(path) < _SHORT_PATH:
                             getattr_paths[span] = path
-                        refs.append(self._ref(ref_data, declared, path, span[0], span[1], line, before))
+                        found = ref_data.get(path)  # self._ref(...) inline
+                        if found is None:
+                            found = self._ref_data(ref_data, declared, path)
+                        at, to = span
+                        o = new(span_class)  # span_data(...) inline
+                        o.start = at
+                        o.end = to
+                        o.line = line
+                        o.column = at - before
+                        o.end_line = line
+                        o.end_column = to - before
+                        where = o.__dict__
+                        o = new(ref_class)  # _self_ref(path, role, type, where) inline
+                        o.path, o.role, o.declared_type = found
+                        o.span = where
+                        refs.append(o.__dict__)
                     continue
                 else:  # a string (`references`), or text passed over (`skip`, `end`)
                     continue
@@ -1005,6 +1028,7 @@ class Extractor:
         self.callees.clear()
 
 
+_SOURCE_CLASS = _source.cls  # _source records made inline (see views.record)
 _NEW = ".__new__("  # `obj = T.__new__(T)`: an object built in the code (its `__init__` call follows)
 # The walk makes a Definition of every binding (tens of thousands a corpus pass), the
 # most frequent (a one-name assignment) without its constructor call: `_new(Definition)`
