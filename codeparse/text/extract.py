@@ -199,6 +199,9 @@ class Extractor:
         self.too_deep: Optional[int] = None  # offset of the first condition past the depth limit (CP113)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
         self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
+        # callee as printed -> the scan's answer for an intrinsic (None) or an operator
+        # (kind, target, callee), the same in every function of this file (_call_kind)
+        self._fixed_kinds: dict[str, Optional[tuple[str, Optional[str], str]]] = {}
         # `receiver` and `balanced` are compiled when a text first needs them (`regex`
         # compiles slowly, and many texts never ask): see _scan and _call_spans.
         # `string_item` (`__parameters__` lists) is looked up when used: method text
@@ -685,6 +688,8 @@ class Extractor:
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
         references = self._references
+        identifier, single_def, self_name = self._identifier, inference.single_def, self.sem.self_name
+        fixed_kinds = self._fixed_kinds
         # Records made inline (see codeparse.contract.views.record): each field set in order.
         new, span_class, call_class, ref_class = _new, span_data.cls, _call.cls, _self_ref.cls
         for stretch in self._reference_ranges(start, end):
@@ -695,7 +700,10 @@ class Extractor:
                     callee = text[at:open_pos]
                     found = call_kinds.get(callee, False)
                     if found is False:
-                        found = call_kinds[callee] = self._call_kind(inference, callee, (at, open_pos))
+                        found = fixed_kinds.get(callee, False)  # an intrinsic or an operator: the file's answer
+                        if found is False:
+                            found = self._call_kind(inference, callee, (at, open_pos))
+                        call_kinds[callee] = found
                     if found is None:
                         continue
                     close = -1 if spanned else m.end(extent_g)
@@ -726,9 +734,27 @@ class Extractor:
                     found = method_calls.get(callee)
                     if found is None:  # the same text reads the same path within a function
                         method = text[method_start:open_pos]
-                        found = method_calls[callee] = (
-                            *self._receiver_kind(inference, getattr_paths, receivers, rs, re_),
-                            keep(method, method), keep(callee, callee))
+                        # The call's kind and its receiver's path (interned): a receiver that
+                        # is one name takes the path the scan read on its definition's line
+                        # when that is a getattr, else the name's path; a path from self is a
+                        # submodule unless declared otherwise (it joins `receivers`).
+                        if identifier(text, rs, re_):
+                            name = text[rs:re_]
+                            d = single_def(name)
+                            path = getattr_paths.get(d.value, False) if d is not None and d.element is None else False
+                            if path is False:
+                                path = name_path(name)
+                        else:
+                            path = inference.expr_path(inference.tree((rs, re_)))
+                        if path == self_name:
+                            kind = "self_method"
+                        elif path is not None:
+                            receivers.add(path)
+                            kind = "method" if declared(path)[0] in _NOT_SUBMODULES else "submodule"
+                            path = keep(path, path)
+                        else:
+                            kind = "method"
+                        found = method_calls[callee] = (kind, path, keep(method, method), keep(callee, callee))
                 elif group == attr_g:
                     at = m.start(base_g)
                     if target_starts:
@@ -849,39 +875,17 @@ class Extractor:
                    span: tuple[int, int]) -> Optional[tuple[str, Optional[str], str]]:
         """A callee's (kind, target, callee), interned, or None (an intrinsic: no call)."""
         if callee in self.sem.intrinsics:
+            self._fixed_kinds[callee] = None
             return None
-        op = self.operator(callee)
-        if op is not None:
-            kind, target = "operator", op
-        else:
-            kind, target = inference.callee_target(inference.tree(span))
-            if kind == "intrinsic":
-                return None
         keep = self._keep
+        op = self.operator(callee)
+        if op is not None:  # the same answer in every function of the file
+            found = self._fixed_kinds[callee] = ("operator", keep(op, op), keep(callee, callee))
+            return found
+        kind, target = inference.callee_target(inference.tree(span))
+        if kind == "intrinsic":
+            return None
         return kind, target if target is None else keep(target, target), keep(callee, callee)
-
-    def _receiver_kind(self, inference: Inference, getattr_paths: dict, receivers: set, rs: int,
-                       re_: int) -> tuple[str, Optional[str]]:
-        """A method call's kind and its receiver's path (interned) for the receiver at
-        ``text[rs:re_]``; a path from ``self`` joins ``receivers``."""
-        text = self.text
-        path = None
-        if self._identifier(text, rs, re_):
-            name = text[rs:re_]
-            d = inference.single_def(name)
-            path = getattr_paths.get(d.value, False) if d is not None and d.element is None else False
-            if path is False:
-                path = inference.name_path(name)
-        else:
-            path = inference.expr_path(inference.tree((rs, re_)))
-        if path == self.sem.self_name:
-            return "self_method", path
-        if path is not None:
-            receivers.add(path)
-            role = inference.declared(path)[0]
-            return ("method" if role in ("attribute", "parameter", "buffer", "constant") else "submodule",
-                    self._keep(path, path))
-        return "method", None
 
     def _receiver_finder(self, end: int):
         """``receiver(at)``: the spans of the receiver and the method name of a method call
@@ -1028,6 +1032,7 @@ class Extractor:
         self.callees.clear()
 
 
+_NOT_SUBMODULES = ("attribute", "parameter", "buffer", "constant")  # roles of a receiver that is no submodule
 _SOURCE_CLASS = _source.cls  # _source records made inline (see views.record)
 _NEW = ".__new__("  # `obj = T.__new__(T)`: an object built in the code (its `__init__` call follows)
 # The walk makes a Definition of every binding (tens of thousands a corpus pass), the
