@@ -302,3 +302,37 @@ def test_an_input_written_while_it_is_read_is_not_stored(tmp_path, monkeypatch):
     monkeypatch.setattr(checker, "input_data", real)
     assert codeparse.check([str(copy)], Policy(), cache_dir=folder) == report
     assert len(_input_entries(folder)) == 1
+
+
+_NO_OPENSSL = """
+import sys
+from codeparse.gate import budget
+budget.available = lambda: False  # the archive read in this process
+from codeparse.cli.app import main
+code = main(["check", "--isolated", "--format", "json", *sys.argv[1:]])
+assert "hashlib" not in sys.modules and "_hashlib" not in sys.modules, "hashlib imported"
+sys.exit(code)
+"""
+
+
+def test_content_keys_are_sha256_and_a_check_loads_no_openssl():
+    """The content keys and fingerprints are SHA-256 digests (the interpreter's own module,
+    ``hashlib``'s digests), and a check reads archives without importing ``hashlib``
+    (which loads OpenSSL's library: a few milliseconds of each process)."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from codeparse.text import cache
+
+    for data in (b"", b"abc", bytes(range(256)) * 1000, "é\0x".encode()):
+        assert cache.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        parts = cache.sha256(data[:7])
+        copied = parts.copy()
+        parts.update(data[7:])
+        assert parts.digest() == hashlib.sha256(data).digest() and copied.hexdigest() == hashlib.sha256(data[:7]).hexdigest()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", _NO_OPENSSL, *map(str, SOME)], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert len(json.loads(done.stdout)) == len(SOME)

@@ -413,11 +413,11 @@ class OpenedArchive:
             cache = None  # a cache folder stores the lines, not the map that export reads
         key = debug_key = None
         if cache is not None:
-            import hashlib
+            from ..text.cache import sha256
 
             key = cache.key(data, None, module_name_for(name))
             # The limit decides whether a long source is read (CP315): part of the key.
-            debug_key = hashlib.sha256(raw + f"\0{self.policy.max_debug_chars}".encode()).hexdigest()
+            debug_key = sha256(raw + f"\0{self.policy.max_debug_chars}".encode()).hexdigest()
             stored = cache.origins(key, debug_key)
             if isinstance(stored, dict):
                 if "problem" in stored:

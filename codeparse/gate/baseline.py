@@ -18,12 +18,13 @@ SARIF results carry the same fingerprint (``partialFingerprints``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Optional
+
+from ..text.cache import sha256
 
 __all__ = ["content", "digest", "fingerprint", "project_path", "write_baseline", "load_baseline", "apply_baseline",
            "BaselineError", "FINGERPRINT_KEY"]
@@ -72,7 +73,7 @@ def content(finding: Any) -> str:
 def digest(finding: Any) -> str:
     """The content fingerprint: 16 hex digits of SHA-256 over the code and :func:`content`."""
     finding = _record(finding)
-    return hashlib.sha256(f"{finding.code}\0{content(finding)}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return sha256(f"{finding.code}\0{content(finding)}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def project_path(path: str, root: Optional[str | os.PathLike] = None) -> str:

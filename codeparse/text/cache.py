@@ -47,13 +47,30 @@ parse is simply not kept.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-__all__ = ["FORMAT", "EntryCache", "InputCache", "fingerprint", "answer_of"]
+__all__ = ["FORMAT", "EntryCache", "InputCache", "fingerprint", "answer_of", "sha256"]
+
+
+def _sha256() -> Callable[..., Any]:
+    """SHA-256 from the interpreter's own module (``_sha2`` since Python 3.12, ``_sha256``
+    before), as :mod:`random` takes its SHA-512, else :mod:`hashlib`'s: importing
+    ``hashlib`` loads OpenSSL's library (some 3 ms and 200 page faults of a process that
+    checks one archive).  The digests are SHA-256's either way."""
+    try:
+        from _sha2 import sha256 as constructor  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from _sha256 import sha256 as constructor  # type: ignore[import-not-found,no-redef]
+        except ImportError:
+            from hashlib import sha256 as constructor  # type: ignore[assignment]
+    return constructor
+
+
+sha256 = _sha256()  # ``hashlib.sha256``'s digests: content keys, fingerprints
 
 FORMAT = 1
 MEMORY_ENTRIES = 4096  # content keys kept in memory per run
@@ -74,7 +91,7 @@ def fingerprint() -> str:
             release = version("codeparse")
         except Exception:  # noqa: BLE001 - a source checkout without metadata
             release = "unknown"
-        digest = hashlib.sha256(release.encode())
+        digest = sha256(release.encode())
         package = Path(__file__).resolve().parents[1]
         files = sorted(package.rglob("*.py")) + sorted(grammar_dir().glob("*"))
         for f in files:
@@ -106,7 +123,7 @@ class EntryCache:
 
     # -- keys ----------------------------------------------------------------
     def key(self, data: bytes, grammar: Optional[str], module: Optional[str]) -> str:
-        digest = hashlib.sha256(f"codeparse-cache {FORMAT}\0{self._maker}\0{grammar or ''}\0{module or ''}\0"
+        digest = sha256(f"codeparse-cache {FORMAT}\0{self._maker}\0{grammar or ''}\0{module or ''}\0"
                                 .encode())
         digest.update(data)
         return digest.hexdigest()
@@ -192,7 +209,7 @@ class EntryCache:
     def program_key(self, parts: list[str]) -> str:
         """The key of one archive's resolved program: its code entries' names and content keys,
         its root class and layout (``parts``, in order)."""
-        digest = hashlib.sha256(f"codeparse-program {FORMAT}\0{self._maker}\0".encode())
+        digest = sha256(f"codeparse-program {FORMAT}\0{self._maker}\0".encode())
         for part in parts:
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
         return digest.hexdigest()
@@ -208,7 +225,7 @@ class EntryCache:
 
     # -- other results of one blob's bytes (a pickle's scan) ---------------------------
     def blob_key(self, kind: str, data: bytes) -> str:
-        digest = hashlib.sha256(f"codeparse-{kind} {FORMAT}\0{self._maker}\0".encode())
+        digest = sha256(f"codeparse-{kind} {FORMAT}\0{self._maker}\0".encode())
         digest.update(data)
         return digest.hexdigest()
 
@@ -233,7 +250,7 @@ class EntryCache:
     @staticmethod
     def _origins_key(key: str, debug_key: str) -> str:
         """Origins live in their own small file: reading them never loads the parse."""
-        return hashlib.sha256(f"origins\0{key}\0{debug_key}".encode()).hexdigest()
+        return sha256(f"origins\0{key}\0{debug_key}".encode()).hexdigest()
 
 
 # -- whole inputs (the parent process of `check`) -----------------------------------
@@ -281,7 +298,7 @@ class InputCache:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size > INPUT_MAX_BYTES:
                 return None
-            digest = hashlib.sha256(f"codeparse-input {FORMAT}\0{self._maker}\0{self._policy}\0".encode()
+            digest = sha256(f"codeparse-input {FORMAT}\0{self._maker}\0{self._policy}\0".encode()
                                     + path.encode("utf-8", "surrogatepass") + b"\0")
             left = INPUT_MAX_BYTES + 1
             while left > 0:
@@ -378,6 +395,7 @@ def cache_secret() -> Optional[bytes]:
 
 
 def _mac(body: dict) -> Optional[str]:
+    import hashlib
     import hmac
 
     key = cache_secret()
