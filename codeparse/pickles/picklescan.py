@@ -38,7 +38,6 @@ import fnmatch
 import functools
 import io
 import re
-from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Iterator, Optional
 
 from ..contract.codes import diagnostic
@@ -73,23 +72,44 @@ class _Unreadable(ValueError):
         self.kind = kind
 
 
-@dataclass
 class PickleScan:
     """The globals one pickle names, in order of first appearance, what it does with each,
-    and how the walk ended (``failure``: ``walk``, ``name`` or ``cap`` when ``error`` is set)."""
+    and how the walk ended (``failure``: ``walk``, ``name`` or ``cap`` when ``error`` is set).
 
-    entry: str
-    globals: list[str] = field(default_factory=list)
-    offsets: dict[str, int] = field(default_factory=dict)  # global -> byte offset of first use
-    ops: int = 0
-    persistent_ids: int = 0
-    error: Optional[str] = None
-    end: int = 0  # offset after STOP
-    uses: dict[str, int] = field(default_factory=dict)  # global -> REFERENCED / INSTANTIATED / CALLED
-    names: dict[str, list[str]] = field(default_factory=dict)  # global -> [module, name] as read
-    proto: int = 0  # the protocol the loader reads it with (the last PROTO seen)
-    failure: Optional[str] = None
-    jit: bool = False  # read by torch.jit.load's own unpickler only (set by the caller)
+    Its fields (:data:`_SCAN_FIELDS`, in order): ``entry``; ``globals``; ``offsets`` (global ->
+    byte offset of first use); ``ops``; ``persistent_ids``; ``error``; ``end`` (offset after
+    ``STOP``); ``uses`` (global -> REFERENCED / INSTANTIATED / CALLED); ``names`` (global ->
+    [module, name] as read); ``proto`` (the protocol the loader reads it with, the last
+    ``PROTO`` seen); ``failure``; ``jit`` (read by ``torch.jit.load``'s own unpickler only,
+    set by the caller).  Two scans are equal when their fields are.  (A plain class, not a
+    dataclass: creating a dataclass costs about a millisecond of every process that scans.)"""
+
+    def __init__(self, entry: str, globals: Optional[list[str]] = None, offsets: Optional[dict[str, int]] = None,
+                 ops: int = 0, persistent_ids: int = 0, error: Optional[str] = None, end: int = 0,
+                 uses: Optional[dict[str, int]] = None, names: Optional[dict[str, list[str]]] = None, proto: int = 0,
+                 failure: Optional[str] = None, jit: bool = False):
+        self.entry = entry
+        self.globals: list[str] = [] if globals is None else globals
+        self.offsets: dict[str, int] = {} if offsets is None else offsets
+        self.ops = ops
+        self.persistent_ids = persistent_ids
+        self.error = error
+        self.end = end
+        self.uses: dict[str, int] = {} if uses is None else uses
+        self.names: dict[str, list[str]] = {} if names is None else names
+        self.proto = proto
+        self.failure = failure
+        self.jit = jit
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not PickleScan:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _SCAN_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment] - mutable, compared by value
+
+    def __repr__(self) -> str:
+        return "PickleScan(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _SCAN_FIELDS) + ")"
 
     def add(self, shown: str, offset: int, module: str, name: str, raw_module: str, raw_name: str) -> None:
         """A global met at ``offset``: ``module``/``name`` as the loader resolves them (Python 2
@@ -105,8 +125,8 @@ class PickleScan:
             self.uses[shown] = how
 
     def plain(self) -> dict[str, Any]:
-        """``dataclasses.asdict(self)`` without its generic deep copy: each field, its
-        lists and dicts copied (and the lists a dict holds), which is all a scan holds."""
+        """Each field, its lists and dicts copied (and the lists a dict holds), which is all
+        a scan holds: a deep copy of its fields."""
         out: dict[str, Any] = {}
         for name in _SCAN_FIELDS:
             value = getattr(self, name)
@@ -118,7 +138,8 @@ class PickleScan:
         return out
 
 
-_SCAN_FIELDS = tuple(f.name for f in fields(PickleScan))
+_SCAN_FIELDS = ("entry", "globals", "offsets", "ops", "persistent_ids", "error", "end", "uses", "names", "proto", "failure",
+                "jit")
 
 
 @functools.cache
