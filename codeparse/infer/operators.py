@@ -25,10 +25,10 @@ a user types: ``aten::add.Tensor`` (one overload), ``torch.ops.aten.add``,
 from __future__ import annotations
 
 import functools
-import gzip
 import importlib.util
 import json
 import sys
+import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
@@ -176,8 +176,18 @@ def load_table() -> dict:
     from ..grammar.locations import grammar_dir
 
     path = grammar_dir() / TABLE_FILE
-    with gzip.open(path, "rb") as f:
-        text = f.read().decode("utf-8")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:  # the generator's gzip file is one member: inflated in one call (no `gzip` to import)
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        body = inflater.decompress(raw)
+        if not inflater.eof or inflater.unused_data:
+            raise zlib.error("not one gzip member")
+    except zlib.error:
+        import gzip
+
+        body = gzip.decompress(raw)  # another gzip file, or the error it is
+    text = body.decode("utf-8")
     data = _Operators.split(text)
     if data is None:  # another layout than the generator's: the whole table, decoded now
         data = json.loads(text)
