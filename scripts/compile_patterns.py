@@ -1,10 +1,11 @@
 """Write ``grammars/patterns.json``: the compiled form of every pattern the grammars compile,
-and ``grammars/compiled/<name>.json``: each ``grammars/<name>.toml`` file as ``tomllib`` reads it.
+``grammars/compiled/<name>.json``: each ``grammars/<name>.toml`` file as ``tomllib`` reads it,
+and ``grammars/compiled/operators.json``: the index of the operator table.
 
     python scripts/compile_patterns.py
 
-Run it after changing a grammar file or any other TOML file of ``grammars/`` (``tests/test_grammar.py`` fails while the stored
-patterns lag behind the grammars).  It stores what this interpreter's ``re`` and the
+Run it after changing a grammar file, any other TOML file of ``grammars/`` or the operator
+table (``tests/test_grammar.py`` fails while the stored patterns lag behind the grammars).  It stores what this interpreter's ``re`` and the
 installed ``regex`` make of each pattern; see :mod:`codeparse.grammar.compiled`.  (``regex``
 orders some sets of characters differently from one process to the next, so the bytes
 written may differ from run to run for the same patterns.)
@@ -104,10 +105,17 @@ def write(path: Any) -> None:
 
 def tables(folder: Path) -> dict[str, bytes]:
     """The compiled form of each TOML file of ``folder``, by file name (``<name>.json``): its
-    text and what ``tomllib`` reads from it, in the order it reads it."""
+    text and what ``tomllib`` reads from it, in the order it reads it; and the operator
+    table's index (``operators.json``, :func:`codeparse.infer.operators.table_index`)."""
     import tomllib
 
+    from codeparse.infer.operators import TABLE_FILE, TABLE_INDEX, table_index
+
     out = {}
+    table = folder / TABLE_FILE
+    if table.exists():
+        out[Path(TABLE_INDEX).name] = (json.dumps(table_index(table.read_bytes()), ensure_ascii=False,
+                                                  separators=(",", ":")) + "\n").encode("utf-8")
     for path in sorted(folder.glob("*.toml")):
         text = path.read_text(encoding="utf-8")
         form = {"format": TABLES_FORMAT, "toml": text, "data": tomllib.loads(text)}
@@ -139,7 +147,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     print(f"wrote {shown} ({path.stat().st_size} bytes)")
     count = write_tables(ROOT / "grammars", path.parent / TABLES_DIR)
-    print(f"wrote {count} compiled TOML files into {shown.parent / TABLES_DIR}")
+    print(f"wrote {count} compiled files into {shown.parent / TABLES_DIR}")
     return 0
 
 

@@ -7,6 +7,9 @@ Usage (needs torch)::
     python scripts/gen_operator_table.py            # writes grammars/operators.json.gz
     python scripts/gen_operator_table.py --check    # exit 1 if the file differs from a fresh run
 
+then ``python scripts/compile_patterns.py``, which writes the table's index
+(``grammars/compiled/operators.json``, read by :func:`codeparse.infer.operators.load_table`).
+
 The file is gzip-compressed JSON, written with a fixed mtime so that reruns with the same
 torch give identical bytes::
 

@@ -103,6 +103,42 @@ def test_table_entries_read_one_by_one_equal_the_whole_table(monkeypatch, tmp_pa
             operators.load_table.cache_clear()
 
 
+def test_the_table_index_serves_each_operator_from_its_bucket(monkeypatch, tmp_path):
+    """With its index (`grammars/compiled/operators.json`, made from this very table file),
+    an entry is decoded from its bucket alone, equal to the whole table's; an index made
+    from another table file, a damaged one or none leaves the entries to the table's text."""
+    import shutil
+
+    from codeparse.grammar import locations
+    from codeparse.infer import operators
+
+    whole = json.loads(gzip.decompress(TABLE.read_bytes()))
+    ops = load_table()["operators"]
+    assert ops._buckets is not None  # the shipped index serves the shipped table
+    for name, entry in whole["operators"].items():
+        assert ops.get(name) == entry
+    assert list(ops) == list(whole["operators"]) and ops.get("aten::nothing") is None
+    (tmp_path / "compiled").mkdir()
+    shutil.copy(TABLE, tmp_path / operators.TABLE_FILE)
+    index = json.loads((TABLE.parent / operators.TABLE_INDEX).read_text(encoding="utf-8"))
+    other = dict(index, table="0" + index["table"][1:])
+    for written, served in ((index, True), (other, False), ("{", False), (None, False)):
+        path = tmp_path / operators.TABLE_INDEX
+        path.unlink(missing_ok=True)
+        if written is not None:
+            path.write_text(written if isinstance(written, str) else json.dumps(written), encoding="utf-8")
+        monkeypatch.setattr(locations, "grammar_dir", lambda: tmp_path)
+        operators.load_table.cache_clear()
+        try:
+            read = operators.load_table()
+            assert (read["operators"]._buckets is not None) == served
+            assert {k: v for k, v in read.items() if k != "operators"} == {
+                k: v for k, v in whole.items() if k != "operators"}
+            assert all(read["operators"].get(name) == entry for name, entry in whole["operators"].items())
+        finally:
+            operators.load_table.cache_clear()
+
+
 def test_which_offline_prints_schemas_and_binding(capsys):
     assert main(["which", "torch.add", "--source", "table"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -24,6 +24,7 @@ a user types: ``aten::add.Tensor`` (one overload), ``torch.ops.aten.add``,
 
 from __future__ import annotations
 
+import base64
 import functools
 import importlib.util
 import json
@@ -47,10 +48,14 @@ __all__ = [
     "build_table",
     "table_entry",
     "load_table",
+    "table_index",
 ]
 
 TABLE_FILE = "operators.json.gz"
 TABLE_FORMAT = 1
+TABLE_INDEX = "compiled/operators.json"  # beside TABLE_FILE: written by scripts/compile_patterns.py
+INDEX_FORMAT = 1
+INDEX_BUCKETS = 64
 # The keys the generator writes before "operators", its last (build_table's order).
 _HEAD_KEYS = ("format", "torch_version", "generator", "bindings")
 # Binding code -> the Python namespace that may hold a callable named like the operator.
@@ -172,12 +177,30 @@ def load_table() -> dict:
     """The bundled table (``grammars/operators.json.gz``), read once.
 
     Its ``"operators"`` is a mapping that decodes an operator's entry when it is first
-    asked for (:class:`_Operators`): a text asks for a few of the table's thousands."""
+    asked for (:class:`_Operators`): a text asks for a few of the table's thousands.  With
+    the table's index (``grammars/compiled/operators.json``, :func:`table_index`) made from
+    this very file (its checksums and size), only the bucket holding the name is inflated
+    and decoded; else the table is inflated whole and the entry found in its text."""
     from ..grammar.locations import grammar_dir
 
     path = grammar_dir() / TABLE_FILE
     with open(path, "rb") as f:
         raw = f.read()
+    index = _index(path.parent / TABLE_INDEX, raw)
+    if index is not None:
+        data = dict(index["head"])
+        data["operators"] = _Operators(raw, buckets=index["buckets"])
+    else:
+        text = _inflate(raw).decode("utf-8")
+        data = _Operators.split(raw, text)
+        if data is None:  # another layout than the generator's: the whole table, decoded now
+            data = json.loads(text)
+    if data.get("format") != TABLE_FORMAT:
+        raise ValueError(f"{path}: operator table format {data.get('format')!r}, expected {TABLE_FORMAT}")
+    return data
+
+
+def _inflate(raw: bytes) -> bytes:
     try:  # the generator's gzip file is one member: inflated in one call (no `gzip` to import)
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         body = inflater.decompress(raw)
@@ -187,18 +210,51 @@ def load_table() -> dict:
         import gzip
 
         body = gzip.decompress(raw)  # another gzip file, or the error it is
-    text = body.decode("utf-8")
-    data = _Operators.split(text)
-    if data is None:  # another layout than the generator's: the whole table, decoded now
-        data = json.loads(text)
-    if data.get("format") != TABLE_FORMAT:
-        raise ValueError(f"{path}: operator table format {data.get('format')!r}, expected {TABLE_FORMAT}")
-    return data
+    return body
+
+
+def _checksum(raw: bytes) -> str:
+    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+
+
+def _bucket(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8", "surrogatepass")) % INDEX_BUCKETS
+
+
+def table_index(raw: bytes) -> dict:
+    """The index of the table file whose bytes are ``raw`` (``scripts/compile_patterns.py``
+    writes it to ``grammars/compiled/operators.json``): the file's checksums and size, the
+    table's keys but ``"operators"``, and the operators in :data:`INDEX_BUCKETS` buckets
+    by a checksum of their names, each bucket's JSON deflated, in base64."""
+    data = json.loads(_inflate(raw))
+    buckets: list[dict[str, Any]] = [{} for _ in range(INDEX_BUCKETS)]
+    for name, entry in data["operators"].items():
+        buckets[_bucket(name)][name] = entry
+    packed = [base64.b64encode(zlib.compress(json.dumps(b, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+                                             9)).decode("ascii") for b in buckets]
+    return {"format": INDEX_FORMAT, "table": _checksum(raw), "head": {k: v for k, v in data.items() if k != "operators"},
+            "buckets": packed}
+
+
+def _index(path: Any, raw: bytes) -> Optional[dict]:
+    """The table's index at ``path`` when it was made from ``raw`` (else None: no index, another
+    table, a damaged file)."""
+    try:
+        with open(path, "rb") as handle:
+            index = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(index, dict) and index.get("format") == INDEX_FORMAT and index.get("table") == _checksum(raw)
+            and isinstance(index.get("head"), dict) and isinstance(index.get("buckets"), list)
+            and len(index["buckets"]) == INDEX_BUCKETS):
+        return None
+    return index
 
 
 class _Operators(Mapping):
-    """The table's ``"operators"`` object, each entry decoded from the table's text when first
-    asked for; iterating (or asking for the size) decodes them all, once.
+    """The table's ``"operators"`` object, each entry decoded when first asked for (from its
+    bucket of the table's index, or from the table's text); iterating (or asking for the
+    size) decodes the whole table's object, once, in its order.
 
     The generator writes ``"operators"`` compactly as the table's last key, after the keys
     of :data:`_HEAD_KEYS` (``scripts/gen_operator_table.py``): the object spans the text from
@@ -209,13 +265,17 @@ class _Operators(Mapping):
 
     _KEY = '"operators":'
 
-    def __init__(self, text: str, start: int, end: int):
+    def __init__(self, raw: bytes, text: Optional[str] = None, start: int = 0, end: int = 0,
+                 buckets: Optional[list[str]] = None):
+        self._raw = raw  # the table file's bytes
         self._text, self._start, self._end = text, start, end
+        self._buckets = buckets
+        self._opened: dict[int, dict[str, Any]] = {}
         self._found: dict[str, Any] = {}
         self._all: Optional[dict[str, Any]] = None
 
     @classmethod
-    def split(cls, text: str) -> Optional[dict]:
+    def split(cls, raw: bytes, text: str) -> Optional[dict]:
         """The table's other keys, with ``"operators"`` as this mapping over ``text``; None
         when the text is not laid out as the generator writes it."""
         at = text.find(cls._KEY)
@@ -228,7 +288,7 @@ class _Operators(Mapping):
             return None
         if not isinstance(head, dict) or list(head) != [*_HEAD_KEYS, "operators"]:
             return None
-        head["operators"] = cls(text, start, len(text) - 1)
+        head["operators"] = cls(raw, text, start, len(text) - 1)
         return head
 
     def __getitem__(self, name: str) -> Any:
@@ -245,6 +305,12 @@ class _Operators(Mapping):
             return self._all.get(name)
         if not isinstance(name, str):
             return None
+        if self._buckets is not None:
+            number = _bucket(name)
+            bucket = self._opened.get(number)
+            if bucket is None:
+                bucket = self._opened[number] = json.loads(zlib.decompress(base64.b64decode(self._buckets[number])))
+            return bucket.get(name)
         text, end = self._text, self._end
         key = json.dumps(name, ensure_ascii=False, separators=(",", ":")) + ":"
         at = text.find(key, self._start, end)
@@ -257,7 +323,10 @@ class _Operators(Mapping):
 
     def _every(self) -> dict[str, Any]:
         if self._all is None:
-            self._all = json.loads(self._text[self._start:self._end])
+            if self._text is not None:
+                self._all = json.loads(self._text[self._start:self._end])
+            else:
+                self._all = json.loads(_inflate(self._raw))["operators"]
         return self._all
 
     def __iter__(self) -> Iterator[str]:
