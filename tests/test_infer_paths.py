@@ -186,6 +186,35 @@ def test_paths_are_the_ones_the_recursive_reading_gives(inferences):
     assert locals_ > 1000  # `(_3).forward(x)`, `lengths.tolist()`
 
 
+def test_paths_the_scan_read_are_the_ones_the_trees_give(inferences):
+    """``Names.getattr_paths``, which the reference scan fills from its match of each
+    ``getattr(obj, "n")``, holds the path the value's tree reads; ``name_path`` and the types
+    of path-bound names (``ValueTypes.type_paths``) taken from it equal those read from the
+    trees, names asked in text order and in reverse."""
+    entries = bound = 0
+    for inf in inferences:
+        scanned = inf.names.getattr_paths
+        for span, path in scanned.items():
+            fresh = Names(inf.text, inf.reader, inf.facts, inf.sem)
+            assert fresh.expr_path(inf.reader.read(*span)) == path, inf.text[span[0]:span[1]]
+            entries += 1
+        if not scanned:
+            continue
+        for order in (list(inf.facts.defs), list(reversed(inf.facts.defs))):
+            quick = Names(inf.text, inf.reader, inf.facts, inf.sem)
+            quick.getattr_paths.update(scanned)
+            plain = Names(inf.text, inf.reader, inf.facts, inf.sem)
+            for name in order:
+                assert quick.name_path(name) == plain.name_path(name), name
+                bound += quick.name_path(name) is not None
+            quick_types, plain_types = ValueTypes(quick), ValueTypes(plain)
+            quick_types.type_paths()
+            plain_types.type_paths()
+            assert quick_types._types == plain_types._types
+    assert entries > 8000  # `_3 = getattr(layers, "3")`, `getattr(self.first_layer, "8000")`
+    assert bound > 15000
+
+
 def test_tensor_operands_are_the_ones_typing_gives(inferences):
     asked = tensors = 0
     for inf in inferences:

@@ -147,14 +147,16 @@ class Inference:
         self._bits = SourceBits()  # the visits' sources
 
     def _read_ahead(self) -> None:
-        """Read every definition's value and type every name bound to a path from ``self``:
+        """Read every definition's value (but a ``getattr`` whose path the reference scan read:
+        names.getattr_paths answers for it) and type every name bound to a path from ``self``:
         what a walk through a long chain of definitions would do at each link, done by
         drive on a shallow stack once such a walk first stops at the depth limit (deep in
         the stack each new frame may cost the interpreter a fresh block of memory)."""
         tree = self.tree
+        known = self.names.getattr_paths
         for defs in self.facts.defs.values():
             for d in defs:
-                if d.value is not None:
+                if d.value is not None and d.value not in known:
                     tree(d.value)
         self.types.type_paths()
 

@@ -10,7 +10,9 @@ attributes) and the semantic tables.  Gives, per function and memoized:
 * the path from ``self`` a name or expression reads: the printed text is close to SSA
   (every value bound once to a name, ``_2``, ``x0``), so ``conv = layer1.conv`` after
   ``layer1 = self.layer1`` is ``self.layer1.conv``, followed through single definitions
-  (a cycle guard and a depth bound stop ``y = y`` and chains of thousands);
+  (a cycle guard and a depth bound stop ``y = y`` and chains of thousands); a name bound
+  to ``getattr(obj, "n")`` takes the path the reference scan read there
+  (:attr:`Names.getattr_paths`), so its value's tree is not read for it;
 * the declared role and type of such a path (``self.x``: parameter, buffer, submodule...),
   through the owners' declared attributes;
 * the kind and qualified target of a callee (an intrinsic, an operator by its schema
@@ -58,6 +60,10 @@ class Names:
         self._locals: dict[tuple[int, int], bool] = {}  # `a.f` span -> is `a` a local receiver
         self._names_in: dict[tuple[int, int], list] = {}  # expression span -> its names, in order
         self._carried: dict[tuple[str, int], tuple[Scope, ...]] = {}  # (name, use offset) -> carried
+        # Span of a `getattr(obj, "n")` -> its path from self, filled by the reference scan
+        # (extract) from its match: what expr_path reads from the tree (obj's path is the
+        # scan's name_path, remembered), so _name_path and the types need no tree for it.
+        self.getattr_paths: dict[tuple[int, int], str] = {}
         if facts.self_name in facts.params:
             self._paths[facts.self_name] = facts.self_name
 
@@ -137,6 +143,11 @@ class Names:
                     d = plain[0]
         path = None
         if d is not None and depth < MAX_RESOLVE_DEPTH and d.value is not None:
+            if d.element is None:
+                path = self.getattr_paths.get(d.value)
+                if path is not None:
+                    paths[name] = path
+                    return path
             node = self._trees.get(d.value)
             if node is None:
                 node = self._trees[d.value] = self.reader.read(*d.value)

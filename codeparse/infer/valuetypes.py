@@ -79,6 +79,7 @@ class ValueTypes:
         self.callee_target = names.callee_target
         self.local_receiver = names.local_receiver
         self._names = names.names
+        self.getattr_paths = names.getattr_paths
         # The callee of a call whose body is available (set by the inference that holds
         # both: the callees part reads types in turn).
         self.callee_of: Callable[[CallExpr], Optional[Callee]] = lambda node: None
@@ -267,13 +268,18 @@ class ValueTypes:
     def _path_typed(self, name: str) -> bool:
         """Type a name bound once, unannotated, to a path from ``self``
         (``_3 = getattr(layers, "3")``): the path's declared type, what :meth:`_def_types`
-        finds for it, typing no other name.  False (nothing typed) for any other name."""
+        finds for it, typing no other name (the path the reference scan read, where it read
+        one: ``Names.getattr_paths``).  False (nothing typed) for any other name."""
         defs = self.facts.defs.get(name)
         if not defs or len(defs) != 1:
             return False
         d = defs[0]
         if d.kind != "assign" or d.annotation or d.element is not None or d.value is None:
             return False
+        path = self.getattr_paths.get(d.value)
+        if path is not None:
+            self._types[name] = self.declared(path)[1]
+            return True
         value = self.tree(d.value)
         kind = type(value)
         if kind is CallExpr:

@@ -684,7 +684,7 @@ class Extractor:
         call_kinds: dict[str, Optional[tuple[str, Optional[str], str]]] = {}
         # `(recv).method` -> (kind, receiver's path, method, itself), interned.
         method_calls: dict[str, tuple[str, Optional[str], str, str]] = {}
-        getattr_paths: dict[tuple[int, int], str] = {}  # span of `getattr(obj, "n")` -> its path
+        getattr_paths = inference.names.getattr_paths  # span of `getattr(obj, "n")` -> its path
         ref_data: dict[str, tuple[str, str, Optional[str]]] = {}  # path -> (path, role, type), interned
 
         references = self._references
