@@ -311,9 +311,6 @@ class Extractor:
         defs: list[Stmt] = []
         keep = self._keep
         span = self.source.span
-        starts = self.source.line_starts
-        last = len(starts)
-        span_class, attribute_class = span_data.cls, _attribute.cls
         for child in stmt.body:
             k = child.kind
             if k == "def":
@@ -349,28 +346,7 @@ class Extractor:
                 final = False
             else:
                 continue
-            # span(start, end) inline for a declaration on one line, as they all are
-            at, to = child.start, child.end
-            line = bisect_right(starts, at)
-            if line == last or to < starts[line]:
-                line_start = starts[line - 1] - 1
-                o = _new(span_class)
-                o.start = at
-                o.end = to
-                o.line = line
-                o.column = at - line_start
-                o.end_line = line
-                o.end_column = to - line_start
-                where = o.__dict__
-            else:
-                where = span(at, to)
-            o = _new(attribute_class)  # _attribute(name, type, final, value, where), inline
-            o.name = raw_name
-            o.type = typ
-            o.final = final
-            o.value = value
-            o.span = where
-            attributes.append(o.__dict__)
+            attributes.append(_attribute(raw_name, typ, final, value, span(child.start, child.end)))
         return {"name": name, "qualified_name": qualified, "kind": kind, "bases": bases,
                 "parameters": parameters, "buffers": buffers, "attributes": attributes, "defs": defs}
 
@@ -472,9 +448,6 @@ class Extractor:
         params = []
         annotations: dict[str, Optional[str]] = {}
         gid = self.grammar.id
-        starts = src.line_starts
-        last = len(starts)
-        span_class, param_class = span_data.cls, _param.cls
         for start, end in signature.spans("param"):
             key = (gid, text[start:end])
             read = _PARAMS.get(key, False)
@@ -488,26 +461,8 @@ class Extractor:
                 pname, ann, default = key[1], None, None
             else:
                 pname, ann, default = read
-            # src.span(start, end) inline for a parameter on one line, as most are
-            line = bisect_right(starts, start)
-            if line == last or end < starts[line]:
-                line_start = starts[line - 1] - 1
-                o = _new(span_class)
-                o.start = start
-                o.end = end
-                o.line = line
-                o.column = start - line_start
-                o.end_line = line
-                o.end_column = end - line_start
-                where = o.__dict__
-            else:
-                where = src.span(start, end)
-            o = _new(param_class)  # _param(name, annotation, default, where), inline
-            o.name = keep(pname, pname)
-            o.annotation = ann if ann is None else keep(ann, ann)
-            o.default = default
-            o.span = where
-            params.append(o.__dict__)
+            params.append(_param(keep(pname, pname), ann if ann is None else keep(ann, ann), default,
+                                 src.span(start, end)))
             annotations[pname] = ann
         self_type = params[0]["annotation"] if params and params[0]["name"] == self.sem.self_name else None
         if owner:
@@ -755,66 +710,44 @@ class Extractor:
                         else:
                             kind = "method"
                         found = method_calls[callee] = (kind, path, keep(method, method), keep(callee, callee))
-                elif group == attr_g:
-                    at = m.start(base_g)
-                    if target_starts:
-                        i = bisect_left(target_starts, (at + 1,)) - 1
-                        if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
+                elif group == attr_g or group == getattr_g:
+                    if group == attr_g:
+                        at = m.start(base_g)
+                        if target_starts:
+                            i = bisect_left(target_starts, (at + 1,)) - 1
+                            if i >= 0 and target_starts[i][0] <= at < target_starts[i][1]:
+                                continue
+                        base = name_path(m.group(base_g))
+                        if not base:
                             continue
-                    base = name_path(m.group(base_g))
-                    if not base:
-                        continue
-                    pos = m.end(base_g)
+                        pos = m.end(base_g)
+                        chain = m.group(attr_g)[1:].split(".")
+                    else:
+                        # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
+                        at = m.start(obj_g)
+                        head, *chain = m.group(obj_g).split(".")
+                        base = name_path(head)
+                        if not base:
+                            continue
+                        pos = at + len(head)
+                        chain.append(None)  # then the getattr's own reference, over its whole span
                     line = bisect_right(line_starts, at)  # a reference is on one line
                     before = line_starts[line - 1] - 1
-                    for attr in m.group(attr_g)[1:].split("."):
-                        base = f"{base}.{attr}"
-                        pos += 1 + len(attr)
-                        found = ref_data.get(base)  # self._ref(...) inline
-                        if found is None:
-                            found = self._ref_data(ref_data, declared, base)
-                        o = new(span_class)  # span_data(...) inline
-                        o.start = at
-                        o.end = pos
-                        o.line = line
-                        o.column = at - before
-                        o.end_line = line
-                        o.end_column = pos - before
-                        where = o.__dict__
-                        o = new(ref_class)  # _self_ref(path, role, type, where) inline
-                        o.path, o.role, o.declared_type = found
-                        o.span = where
-                        refs.append(o.__dict__)
-                    continue
-                elif group == getattr_g:
-                    # `getattr(layer1, "0")`, or with a dotted object: `getattr(self.first_layer, "8000")`.
-                    obj_start = m.start(obj_g)
-                    head, *chain = m.group(obj_g).split(".")
-                    base = name_path(head)
-                    if base:
-                        pos = obj_start + len(head)
-                        line = bisect_right(line_starts, obj_start)  # a reference is on one line
-                        before = line_starts[line - 1] - 1
-                        for attr in chain:
-                            base = f"{base}.{attr}"
+                    # One reference per attribute of the chain, each from `at` (self._ref(...) inline).
+                    for attr in chain:
+                        if attr is None:
+                            path = f"{base}.{unquote(m.group(name_g))}"
+                            ref_start, ref_end = span = m.span(getattr_g)
+                            if len(path) < _SHORT_PATH:
+                                getattr_paths[span] = path
+                        else:
+                            base = path = f"{base}.{attr}"
                             pos += 1 + len(attr)
-                            refs.append(self._ref(ref_data, declared, base, obj_start, pos, line, before))
-                        path = f"{base}.{unquote(m.group(name_g))}"
-                        span = m.span(getattr_g)
-                        if len(path) < _SHORT_PATH:
-                            getattr_paths[span] = path
-                        found = ref_data.get(path)  # self._ref(...) inline
+                            ref_start, ref_end = at, pos
+                        found = ref_data.get(path)
                         if found is None:
                             found = self._ref_data(ref_data, declared, path)
-                        at, to = span
-                        o = new(span_class)  # span_data(...) inline
-                        o.start = at
-                        o.end = to
-                        o.line = line
-                        o.column = at - before
-                        o.end_line = line
-                        o.end_column = to - before
-                        where = o.__dict__
+                        where = span_data(ref_start, ref_end, line, ref_start - before, line, ref_end - before)
                         o = new(ref_class)  # _self_ref(path, role, type, where) inline
                         o.path, o.role, o.declared_type = found
                         o.span = where
@@ -853,15 +786,6 @@ class Extractor:
                 o.span = where
                 calls.append(o.__dict__)
         return calls, refs, receivers
-
-    def _ref(self, ref_data: dict, declared, path: str, at: int, to: int, line: int, before: int) -> dict:
-        """A reference of the scan on line ``line``, whose first character is at offset
-        ``before + 1``; ``ref_data``: path -> (path, role, type) of the function's paths
-        answered already (``declared`` answers the others)."""
-        found = ref_data.get(path)
-        if found is None:
-            found = self._ref_data(ref_data, declared, path)
-        return _self_ref(*found, span_data(at, to, line, at - before, line, to - before))
 
     def _ref_data(self, ref_data: dict, declared, path: str) -> tuple[str, str, Optional[str]]:
         """(path, role, type) of a path the function has not answered yet, interned and kept
