@@ -579,3 +579,66 @@ def test_a_check_answered_from_the_cache_folder_imports_no_parser_and_starts_no_
     runs = [subprocess.run([sys.executable, "-m", "codeparse", *again], capture_output=True, cwd=tmp_path, env=_env(),
                            timeout=120) for _ in range(2)]
     assert runs[0].stdout == runs[1].stdout and runs[0].stdout.count(b"\n") == 2
+
+
+_COMMAND_MODULES_LOADED = """
+import sys
+from codeparse.cli.app import main
+code = main(sys.argv[1:])
+loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules if m in ("codeparse.cli.check", "codeparse.cli.diff",
+                                                                   "codeparse.cli.report"))
+sys.stderr.write("loaded " + " ".join(loaded) + "\\n")
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("argv, loaded", [
+    (["parse", str(CUSTOM_SCRIPT), "--format", "json"], ""),
+    (["check", str(ROOT / "fixtures" / "archives" / "params.script.pt"), "--isolated", "--format", "json"], "check"),
+    (["which", "torch.add", "--source", "table"], "diff"),
+    (["rule", "CP201"], "check"),
+    (["--help"], "check diff report"),
+    (["chek"], "check diff report"),
+])
+def test_a_command_imports_only_the_module_that_defines_it(tmp_path, argv, loaded):
+    """Commands defined in other modules of the command line are registered when asked for
+    (click's lazy subcommands): a command's process imports no other command's module;
+    the help lists every command, and a mistyped one is told the closest of all."""
+    proc = subprocess.run([sys.executable, "-c", _COMMAND_MODULES_LOADED, *argv], capture_output=True, text=True,
+                          cwd=tmp_path, env=_env(), timeout=120)
+    assert proc.returncode in ((2,) if argv == ["chek"] else (0, 1)), proc.stderr[-2000:]
+    assert proc.stderr.splitlines()[-1].rstrip() == f"loaded {loaded}".rstrip()
+    if argv == ["--help"]:
+        listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()]
+        assert listed == sorted(listed) and {"check", "scan", "diff", "capture", "ops", "which", "report", "parse",
+                                             "grammars", "schema"} <= set(listed)
+    if argv == ["chek"]:
+        assert "(Did you mean one of: 'check', 'schema'?)" in proc.stderr
+
+
+_COMMANDS_READ_WHOLE = """
+import sys
+from codeparse.cli.app import cli
+assert "codeparse.cli.diff" not in sys.modules
+print(" ".join(command.name for command in cli.commands.values()))
+"""
+
+
+def test_the_commands_read_whole_are_every_command_in_their_order(tmp_path):
+    """A tool that reads the group's commands whole (the documentation's mkdocs-click) gets
+    every command, in the order they were registered before they were loaded lazily."""
+    proc = subprocess.run([sys.executable, "-c", _COMMANDS_READ_WHOLE], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["parse", "schema", "grammars", "check", "scan", "rule", "diff", "capture", "ops",
+                                   "which", "report"]
+
+
+def test_the_parser_for_tools_has_every_command():
+    from codeparse.cli.app import create_parser
+
+    from codeparse.cli.app import _COMMAND_MODULES
+
+    commands = create_parser().commands
+    assert {"check", "scan", "diff", "capture", "ops", "which", "report", "parse", "rule"} <= set(commands)
+    assert set(_COMMAND_MODULES) == set(commands) - {"parse", "schema", "grammars"}  # the map names every one

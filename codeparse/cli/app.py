@@ -264,8 +264,86 @@ def run_parse(
 # ----------------------------------------------------------------------- commands
 
 
+# Commands defined in other modules, by name: each `codeparse/cli/<module>.py` named here
+# has a `register(group)` function adding its commands.  Those modules import their heavy
+# dependencies inside the commands, and a command's module is imported only when that
+# command (or the list of all of them) is asked for.
+_COMMAND_MODULES: dict[str, str] = {
+    "check": "check", "scan": "check", "rule": "check",
+    "diff": "diff", "capture": "diff", "ops": "diff", "which": "diff",
+    "report": "report",
+}
+
+
+class _Commands(dict):
+    """A group's commands by name.  Read whole (iterated, listed, sized: ``--help``, click's
+    suggestions for a mistyped name, documentation tools) it first registers the commands
+    of every module not loaded yet; looking one name up or adding one does not."""
+
+    def __init__(self, commands: dict, load_all: Any):
+        super().__init__(commands)
+        self._load_all = load_all
+
+    def __iter__(self):  # noqa: ANN204 - a dict's iterator
+        self._load_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load_all()
+        return super().__len__()
+
+    def keys(self):  # noqa: ANN201 - a dict's view
+        self._load_all()
+        return super().keys()
+
+    def values(self):  # noqa: ANN201 - a dict's view
+        self._load_all()
+        return super().values()
+
+    def items(self):  # noqa: ANN201 - a dict's view
+        self._load_all()
+        return super().items()
+
+
+class _LazyGroup(click.Group):
+    """The command group, its commands from other modules loaded lazily (click's documented
+    way: ``get_command`` imports the module that registers the one asked for, and the list
+    of commands names them all), so that a command's process imports no other command's
+    module.  ``commands`` read whole registers them all (:class:`_Commands`), and so does a
+    name not found (a command missing from the map is still found)."""
+
+    def __init__(self, *args: Any, lazy: Optional[dict[str, str]] = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})  # command name -> the module of this package that registers it
+        self.commands = _Commands(self.commands, self.load_all)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        module = self.lazy.get(cmd_name)
+        if module is not None:
+            self._load(module)
+        found = super().get_command(ctx, cmd_name)
+        if found is None and self.lazy:
+            self.load_all()
+            found = super().get_command(ctx, cmd_name)
+        return found
+
+    def load_all(self) -> None:
+        """Register every command now."""
+        for module in sorted(set(self.lazy.values())):
+            self._load(module)
+
+    def _load(self, module: str) -> None:
+        import importlib
+
+        for name in [n for n, m in self.lazy.items() if m == module]:
+            del self.lazy[name]
+        importlib.import_module(f".{module}", __package__).register(self)
+
+
 @click.group(
     name=PROG,
+    cls=_LazyGroup,
+    lazy=_COMMAND_MODULES,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.option(
@@ -358,28 +436,9 @@ def grammars_command(fmt: str, output_file: Optional[str], color: Optional[bool]
     return EXIT_OK
 
 
-# Commands defined in other modules: each `codeparse/cli/<module>.py` named here has a
-# `register(group)` function.  Those modules import their heavy dependencies inside
-# the commands, so registering them keeps start-up small.
-_COMMAND_MODULES: tuple[str, ...] = (
-    "check",  # check, scan
-    "diff",  # diff, capture, ops
-    "report",
-)
-
-
-def _register_commands() -> None:
-    import importlib
-
-    for name in _COMMAND_MODULES:
-        importlib.import_module(f".{name}", __package__).register(cli)
-
-
-_register_commands()
-
-
 def create_parser() -> click.Group:
-    """The click command group (for documentation tools and embedding)."""
+    """The click command group (for documentation tools and embedding), every command registered."""
+    cli.load_all()
     return cli
 
 
