@@ -56,8 +56,6 @@ TABLE_FORMAT = 1
 TABLE_INDEX = "compiled/operators.json"  # beside TABLE_FILE: written by scripts/compile_patterns.py
 INDEX_FORMAT = 1
 INDEX_BUCKETS = 64
-# The keys the generator writes before "operators", its last (build_table's order).
-_HEAD_KEYS = ("format", "torch_version", "generator", "bindings")
 # Binding code -> the Python namespace that may hold a callable named like the operator.
 BINDINGS: dict[str, str] = {
     "t": "torch",
@@ -176,11 +174,11 @@ def build_table() -> dict:
 def load_table() -> dict:
     """The bundled table (``grammars/operators.json.gz``), read once.
 
-    Its ``"operators"`` is a mapping that decodes an operator's entry when it is first
-    asked for (:class:`_Operators`): a text asks for a few of the table's thousands.  With
-    the table's index (``grammars/compiled/operators.json``, :func:`table_index`) made from
-    this very file (its checksums and size), only the bucket holding the name is inflated
-    and decoded; else the table is inflated whole and the entry found in its text."""
+    With the table's index (``grammars/compiled/operators.json``, :func:`table_index`) made
+    from this very file (its checksums and size), its ``"operators"`` is a mapping that
+    inflates and decodes only the bucket holding a name when the name is first asked for
+    (:class:`_Operators`): a text asks for a few of the table's thousands.  Without such
+    an index (an edited table, another grammar folder), the table is decoded whole."""
     from ..grammar.locations import grammar_dir
 
     path = grammar_dir() / TABLE_FILE
@@ -189,12 +187,9 @@ def load_table() -> dict:
     index = _index(path.parent / TABLE_INDEX, raw)
     if index is not None:
         data = dict(index["head"])
-        data["operators"] = _Operators(raw, buckets=index["buckets"])
+        data["operators"] = _Operators(raw, index["buckets"])
     else:
-        text = _inflate(raw).decode("utf-8")
-        data = _Operators.split(raw, text)
-        if data is None:  # another layout than the generator's: the whole table, decoded now
-            data = json.loads(text)
+        data = json.loads(_inflate(raw))
     if data.get("format") != TABLE_FORMAT:
         raise ValueError(f"{path}: operator table format {data.get('format')!r}, expected {TABLE_FORMAT}")
     return data
@@ -252,81 +247,30 @@ def _index(path: Any, raw: bytes) -> Optional[dict]:
 
 
 class _Operators(Mapping):
-    """The table's ``"operators"`` object, each entry decoded when first asked for (from its
-    bucket of the table's index, or from the table's text); iterating (or asking for the
-    size) decodes the whole table's object, once, in its order.
+    """The table's ``"operators"`` object served from its index's buckets: an entry is
+    decoded with its bucket when first asked for; iterating (or asking for the size)
+    decodes the whole table's object, once, in its order."""
 
-    The generator writes ``"operators"`` compactly as the table's last key, after the keys
-    of :data:`_HEAD_KEYS` (``scripts/gen_operator_table.py``): the object spans the text from
-    after its key to the closing brace of the table.  An entry is found by its key, written as the generator
-    writes it, at a key's place (after ``{`` or ``,``): a quote there opens a string, since
-    a quote inside a JSON string follows a backslash, and a string followed by ``:`` is a
-    key; the entries' values hold no object."""
-
-    _KEY = '"operators":'
-
-    def __init__(self, raw: bytes, text: Optional[str] = None, start: int = 0, end: int = 0,
-                 buckets: Optional[list[str]] = None):
+    def __init__(self, raw: bytes, buckets: list[str]):
         self._raw = raw  # the table file's bytes
-        self._text, self._start, self._end = text, start, end
         self._buckets = buckets
         self._opened: dict[int, dict[str, Any]] = {}
-        self._found: dict[str, Any] = {}
         self._all: Optional[dict[str, Any]] = None
 
-    @classmethod
-    def split(cls, raw: bytes, text: str) -> Optional[dict]:
-        """The table's other keys, with ``"operators"`` as this mapping over ``text``; None
-        when the text is not laid out as the generator writes it."""
-        at = text.find(cls._KEY)
-        start = at + len(cls._KEY)
-        if at < 1 or text[at - 1] != "," or text[start:start + 1] != "{" or not text.endswith("]}}"):
-            return None
-        try:
-            head = json.loads(text[:at] + cls._KEY + "null}")
-        except ValueError:
-            return None
-        if not isinstance(head, dict) or list(head) != [*_HEAD_KEYS, "operators"]:
-            return None
-        head["operators"] = cls(raw, text, start, len(text) - 1)
-        return head
-
     def __getitem__(self, name: str) -> Any:
-        found = self._found.get(name, self)
-        if found is self:
-            found = self._decode(name)
-            self._found[name] = found
-        if found is None:
-            raise KeyError(name)
-        return found
-
-    def _decode(self, name: str) -> Any:
         if self._all is not None:
-            return self._all.get(name)
+            return self._all[name]
         if not isinstance(name, str):
-            return None
-        if self._buckets is not None:
-            number = _bucket(name)
-            bucket = self._opened.get(number)
-            if bucket is None:
-                bucket = self._opened[number] = json.loads(zlib.decompress(base64.b64decode(self._buckets[number])))
-            return bucket.get(name)
-        text, end = self._text, self._end
-        key = json.dumps(name, ensure_ascii=False, separators=(",", ":")) + ":"
-        at = text.find(key, self._start, end)
-        while at != -1 and text[at - 1] not in "{,":
-            at = text.find(key, at + 1, end)
-        if at == -1:
-            return None
-        value, _stop = json.JSONDecoder().raw_decode(text, at + len(key))
-        return value
+            raise KeyError(name)
+        number = _bucket(name)
+        bucket = self._opened.get(number)
+        if bucket is None:
+            bucket = self._opened[number] = json.loads(zlib.decompress(base64.b64decode(self._buckets[number])))
+        return bucket[name]
 
     def _every(self) -> dict[str, Any]:
         if self._all is None:
-            if self._text is not None:
-                self._all = json.loads(self._text[self._start:self._end])
-            else:
-                self._all = json.loads(_inflate(self._raw))["operators"]
+            self._all = json.loads(_inflate(self._raw))["operators"]
         return self._all
 
     def __iter__(self) -> Iterator[str]:
@@ -334,13 +278,6 @@ class _Operators(Mapping):
 
     def __len__(self) -> int:
         return len(self._every())
-
-    def __contains__(self, name: object) -> bool:
-        try:
-            self[name]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True
 
 
 def _from_table(name: str) -> Optional[OperatorInfo]:
