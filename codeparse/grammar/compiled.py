@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 __all__ = ["STORE_FILE", "REGEX_VERSION0", "compile_re", "compile_regex", "regex_error", "engine_tags", "known_not_re",
-           "recording", "store_key", "pack", "unpack", "read_toml", "TABLES_DIR", "TABLES_FORMAT"]
+           "recording", "checksum", "store_key", "pack", "unpack", "read_toml", "TABLES_DIR", "TABLES_FORMAT"]
 
 STORE_FILE = "patterns.json"
 REGEX_VERSION0 = 0x2000  # `regex.VERSION0`, without importing `regex` (a test checks it)
@@ -123,10 +123,14 @@ def _regex_engine() -> Any:
     return _import_regex()._regex
 
 
-def store_key(source: str) -> str:
-    """The key of ``source``'s entries in the store: two checksums and the length of its UTF-8 form."""
-    data = source.encode("utf-8", "surrogatepass")
+def checksum(data: bytes) -> str:
+    """Two checksums and the length of ``data``, as one key (the store's, the operator table index's)."""
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+
+
+def store_key(source: str) -> str:
+    """The key of ``source``'s entries in the store: :func:`checksum` of its UTF-8 form."""
+    return checksum(source.encode("utf-8", "surrogatepass"))
 
 
 def pack(source: str, code: bytes) -> str:

@@ -33,6 +33,8 @@ import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
+from ..grammar.compiled import checksum
+
 if TYPE_CHECKING:  # the models import pydantic; inference reads the table without them
     from ..contract.text import CodeFile, Diagnostic
     from ..contract.diff import OperatorInfo, OperatorUse
@@ -208,10 +210,6 @@ def _inflate(raw: bytes) -> bytes:
     return body
 
 
-def _checksum(raw: bytes) -> str:
-    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
-
-
 def _bucket(name: str) -> int:
     return zlib.crc32(name.encode("utf-8", "surrogatepass")) % INDEX_BUCKETS
 
@@ -227,7 +225,7 @@ def table_index(raw: bytes) -> dict:
         buckets[_bucket(name)][name] = entry
     packed = [base64.b64encode(zlib.compress(json.dumps(b, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
                                              9)).decode("ascii") for b in buckets]
-    return {"format": INDEX_FORMAT, "table": _checksum(raw), "head": {k: v for k, v in data.items() if k != "operators"},
+    return {"format": INDEX_FORMAT, "table": checksum(raw), "head": {k: v for k, v in data.items() if k != "operators"},
             "buckets": packed}
 
 
@@ -239,7 +237,7 @@ def _index(path: Any, raw: bytes) -> Optional[dict]:
             index = json.loads(handle.read())
     except (OSError, ValueError):
         return None
-    if not (isinstance(index, dict) and index.get("format") == INDEX_FORMAT and index.get("table") == _checksum(raw)
+    if not (isinstance(index, dict) and index.get("format") == INDEX_FORMAT and index.get("table") == checksum(raw)
             and isinstance(index.get("head"), dict) and isinstance(index.get("buckets"), list)
             and len(index["buckets"]) == INDEX_BUCKETS):
         return None
