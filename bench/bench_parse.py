@@ -346,7 +346,7 @@ def budget_note(after: dict) -> str:
         "the plain records).  The prototype's ideas, each tried here on this code and measured: sources held as int "
         "bits (in place; set work had fallen to 2% of a pass, so they gained about 1%), paths read without "
         "building expression trees (the visits read almost every tree anyway; only a name bound to `getattr(obj, "
-        "\"n\")` now takes the path the reference scan read: 3.8% fewer instructions), line heads and statement "
+        "\"n\")` now takes the path the reference scan read), line heads and statement "
         "rules in one `finditer` (slower with these grammars' rules: every alternative is tried on every line). "
         "What remains is Python work per statement, per match and per visit, spread over every stage; no one "
         "stage holds the gap to the target."
