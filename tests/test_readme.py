@@ -136,3 +136,25 @@ def test_benchmark_figures_match_the_recorded_run():
     assert recorded
     for line in recorded:
         assert line in page, line
+
+
+def test_benchmark_depth_limit_fixtures_are_the_deep_models():
+    """bench/bench_parse.py reads its targets on ordinary code, setting apart the cases of
+    fixtures/models_deep.py (read here by their ``CASES`` keys, without importing torch); the
+    set it names is exactly those cases, and each of them has files in the corpus."""
+    import ast
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import bench_parse
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    tree = ast.parse((ROOT / "fixtures" / "models_deep.py").read_text(encoding="utf-8"))
+    cases = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["CASES"])
+    assert sorted(key.value for key in cases.keys) == sorted(bench_parse.STRESS_CASES)
+    files = bench_parse.corpus()
+    stress = [f for f in files if bench_parse.is_stress(f)]
+    parts = {f.relative_to(ROOT / "fixtures").parts[1].split(".")[0] for f in stress}
+    assert parts == set(bench_parse.STRESS_CASES)
+    assert 0 < len(stress) < len(files) // 10
