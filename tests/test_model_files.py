@@ -24,7 +24,7 @@ from codeparse.cli.app import main
 from codeparse.contract.codes import CODES
 from codeparse.files.filekind import recognize
 from codeparse.contract.check import Policy
-from codeparse.pickles.picklescan import classify, scan_pickle, scan_stream
+from codeparse.pickles.picklescan import PickleScan, classify, scan_pickle, scan_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ROOT / "fixtures" / "files"
@@ -419,9 +419,32 @@ def test_a_scan_as_plain_data_is_a_deep_copy_of_its_fields():
     assert any(s.names and s.offsets for s in scans)  # the malicious fixtures name globals
     for s in scans:
         plain = s.plain()
-        assert plain == copy.deepcopy(vars(s)) and list(plain) == list(vars(s))
-        assert all(plain[k] is not v for k, v in vars(s).items() if isinstance(v, (list, dict)))  # copies
+        fields = {name: getattr(s, name) for name in PickleScan.__slots__}
+        assert plain == copy.deepcopy(fields) and list(plain) == list(fields)
+        assert all(plain[k] is not v for k, v in fields.items() if isinstance(v, (list, dict)))  # copies
         assert all(plain["names"][k] is not v for k, v in s.names.items())
+
+
+def test_a_scan_made_from_its_plain_data_is_equal_and_each_field_counts():
+    """A scan read back from the content cache (its plain data) is equal to the scan and shown
+    the same; a scan differs from one whose field differs, whichever field it is."""
+    scans = [s for path in sorted(FILES.rglob("*")) if path.is_file()
+             for s in scan_stream(path.read_bytes(), path.name)]
+    assert any(s.error for s in scans) and any(s.globals for s in scans)
+    for s in scans:
+        again = PickleScan(**s.plain())
+        assert again == s and repr(again) == repr(s)
+        assert repr(s).startswith(f"PickleScan(entry={s.entry!r}, globals={s.globals!r}, ")
+    s = next(s for s in scans if s.globals)
+    for name in PickleScan.__slots__:
+        other = PickleScan(**s.plain())
+        value = getattr(other, name)
+        setattr(other, name, not value if isinstance(value, bool) else value + 1 if isinstance(value, int)
+                else "x" if value is None else value[:-1] if isinstance(value, (str, list))
+                else dict(list(value.items())[:-1]))
+        assert other != s, name
+    with pytest.raises(TypeError):
+        PickleScan(entry="p", glob=[])
 
 
 def test_scan_stream_walks_consecutive_pickles():

@@ -72,44 +72,53 @@ class _Unreadable(ValueError):
         self.kind = kind
 
 
+# A scan's fields after ``entry`` (the pickle's name), in order, each with its value when
+# not given (``list``, ``dict``: a new one for each scan).
+_DEFAULTS: dict[str, Any] = {
+    "globals": list,  # the globals it names, in order of first appearance
+    "offsets": dict,  # global -> byte offset of its first use
+    "ops": 0,  # opcodes walked
+    "persistent_ids": 0,  # persistent ids met (PERSID, BINPERSID)
+    "error": None,  # why the walk stopped short of STOP
+    "end": 0,  # offset after STOP
+    "uses": dict,  # global -> REFERENCED / INSTANTIATED / CALLED
+    "names": dict,  # global -> [module, name, raw module, raw name]: as the loader resolves it, as read
+    "proto": 0,  # the protocol the loader reads it with: the last PROTO seen
+    "failure": None,  # how the walk ended when error is set: walk, name or cap
+    "jit": False,  # read by torch.jit.load's own unpickler only (set by the caller)
+}
+
+
 class PickleScan:
     """The globals one pickle names, in order of first appearance, what it does with each,
-    and how the walk ended (``failure``: ``walk``, ``name`` or ``cap`` when ``error`` is set).
+    and how the walk ended.
 
-    Its fields (:data:`_SCAN_FIELDS`, in order): ``entry``; ``globals``; ``offsets`` (global ->
-    byte offset of first use); ``ops``; ``persistent_ids``; ``error``; ``end`` (offset after
-    ``STOP``); ``uses`` (global -> REFERENCED / INSTANTIATED / CALLED); ``names`` (global ->
-    [module, name] as read); ``proto`` (the protocol the loader reads it with, the last
-    ``PROTO`` seen); ``failure``; ``jit`` (read by ``torch.jit.load``'s own unpickler only,
-    set by the caller).  Two scans are equal when their fields are.  (A plain class, not a
-    dataclass: creating a dataclass costs about a millisecond of every process that scans.)"""
+    Its fields are its ``__slots__``: ``entry`` and those of :data:`_DEFAULTS`, in that
+    order, which ``__init__``, ``__eq__``, ``__repr__`` and :meth:`plain` read.  Two scans
+    are equal when their fields are.  (A plain class, not a dataclass: creating a dataclass
+    costs about a millisecond of every process that scans.)"""
 
-    def __init__(self, entry: str, globals: Optional[list[str]] = None, offsets: Optional[dict[str, int]] = None,
-                 ops: int = 0, persistent_ids: int = 0, error: Optional[str] = None, end: int = 0,
-                 uses: Optional[dict[str, int]] = None, names: Optional[dict[str, list[str]]] = None, proto: int = 0,
-                 failure: Optional[str] = None, jit: bool = False):
+    __slots__ = ("entry", *_DEFAULTS)
+
+    def __init__(self, entry: str, **fields: Any):
         self.entry = entry
-        self.globals: list[str] = [] if globals is None else globals
-        self.offsets: dict[str, int] = {} if offsets is None else offsets
-        self.ops = ops
-        self.persistent_ids = persistent_ids
-        self.error = error
-        self.end = end
-        self.uses: dict[str, int] = {} if uses is None else uses
-        self.names: dict[str, list[str]] = {} if names is None else names
-        self.proto = proto
-        self.failure = failure
-        self.jit = jit
+        for name, default in _DEFAULTS.items():
+            if name in fields:
+                setattr(self, name, fields.pop(name))
+            else:
+                setattr(self, name, default() if callable(default) else default)
+        if fields:
+            raise TypeError(f"PickleScan() got unexpected fields: {', '.join(fields)}")
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not PickleScan:
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in _SCAN_FIELDS)
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
     __hash__ = None  # type: ignore[assignment] - mutable, compared by value
 
     def __repr__(self) -> str:
-        return "PickleScan(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _SCAN_FIELDS) + ")"
+        return "PickleScan(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     def add(self, shown: str, offset: int, module: str, name: str, raw_module: str, raw_name: str) -> None:
         """A global met at ``offset``: ``module``/``name`` as the loader resolves them (Python 2
@@ -128,7 +137,7 @@ class PickleScan:
         """Each field, its lists and dicts copied (and the lists a dict holds), which is all
         a scan holds: a deep copy of its fields."""
         out: dict[str, Any] = {}
-        for name in _SCAN_FIELDS:
+        for name in self.__slots__:
             value = getattr(self, name)
             if isinstance(value, list):
                 value = list(value)
@@ -138,8 +147,8 @@ class PickleScan:
         return out
 
 
-_SCAN_FIELDS = ("entry", "globals", "offsets", "ops", "persistent_ids", "error", "end", "uses", "names", "proto", "failure",
-                "jit")
+# What a walk finds: the fields :func:`_walk_plain` hands over once it has read the whole pickle.
+_WALKED = tuple(name for name in PickleScan.__slots__ if name not in ("entry", "jit"))
 
 
 @functools.cache
@@ -472,7 +481,7 @@ def _walk_plain(data: bytes, start: int, scan: PickleScan) -> bool:
 
 
 def _copy(source: PickleScan, target: PickleScan) -> None:
-    for name in ("globals", "offsets", "ops", "persistent_ids", "error", "end", "uses", "names", "proto", "failure"):
+    for name in _WALKED:
         setattr(target, name, getattr(source, name))
 
 
