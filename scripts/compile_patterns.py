@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from codeparse.grammar.compiled import (  # noqa: E402 - the checkout first
-    FORMAT, STORE_FILE, TABLES_DIR, TABLES_FORMAT, engine_tags, pack, recording, store_key)
+    FORMAT, STORE_FILE, TABLES_DIR, TABLES_FORMAT, checksum, engine_tags, pack, recording, store_key)
 
 
 def _re_entry(source: str) -> Optional[list]:
@@ -104,9 +104,10 @@ def write(path: Any) -> None:
 
 
 def tables(folder: Path) -> dict[str, bytes]:
-    """The compiled form of each TOML file of ``folder``, by file name (``<name>.json``): its
-    text and what ``tomllib`` reads from it, in the order it reads it; and the operator
-    table's index (``operators.json``, :func:`codeparse.infer.operators.table_index`)."""
+    """The compiled form of each TOML file of ``folder``, by file name (``<name>.json``): the
+    :func:`~codeparse.grammar.compiled.checksum` of its bytes and what ``tomllib`` reads from
+    its text, in the order it reads it; and the operator table's index (``operators.json``,
+    :func:`codeparse.infer.operators.table_index`)."""
     import tomllib
 
     from codeparse.infer.operators import TABLE_FILE, TABLE_INDEX, table_index
@@ -117,8 +118,8 @@ def tables(folder: Path) -> dict[str, bytes]:
         out[Path(TABLE_INDEX).name] = (json.dumps(table_index(table.read_bytes()), ensure_ascii=False,
                                                   separators=(",", ":")) + "\n").encode("utf-8")
     for path in sorted(folder.glob("*.toml")):
-        text = path.read_text(encoding="utf-8")
-        form = {"format": TABLES_FORMAT, "toml": text, "data": tomllib.loads(text)}
+        form = {"format": TABLES_FORMAT, "checksum": checksum(path.read_bytes()),
+                "data": tomllib.loads(path.read_text(encoding="utf-8"))}
         out[path.stem + ".json"] = (json.dumps(form, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
                                     + "\n").encode("utf-8")
     return out

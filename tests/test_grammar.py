@@ -331,8 +331,8 @@ def _writer():
 
 def test_compiled_toml_files_are_what_tomllib_reads():
     """Each `grammars/*.toml` has its compiled form (`grammars/compiled/<name>.json`, written by
-    `python scripts/compile_patterns.py`): the file's text and what tomllib reads from it, in
-    its order; `read_toml` gives exactly that."""
+    `python scripts/compile_patterns.py`): the checksum of the file's bytes and what tomllib
+    reads from it, in its order; `read_toml` gives exactly that."""
     import json
     import tomllib
 
@@ -363,9 +363,9 @@ def _inflated_index(index: dict) -> dict:
 
 @pytest.mark.parametrize("form", ["other text", "missing", "not json", "other format", "shape"])
 def test_a_toml_file_unlike_its_compiled_form_is_parsed(tmp_path, form):
-    """A compiled form is used only when it holds the file's own text; anything else (an
-    edited file, no form, a damaged one) is the file parsed, and a broken file still fails
-    as tomllib fails."""
+    """A compiled form is used only when it was made from the file's own bytes (their
+    checksum); anything else (a file edited since, no form, a damaged one) is the file
+    parsed, and a broken file still fails as tomllib fails."""
     import json
     import tomllib
 
@@ -375,22 +375,46 @@ def test_a_toml_file_unlike_its_compiled_form_is_parsed(tmp_path, form):
     path.write_text('[a]\nb = 1\nc = "d"\n', encoding="utf-8")
     (tmp_path / patterns.TABLES_DIR).mkdir()
     stored = tmp_path / patterns.TABLES_DIR / "table.json"
-    body = {"format": patterns.TABLES_FORMAT, "toml": path.read_text(encoding="utf-8"), "data": {"a": {"b": 2}}}
-    if form == "other text":
-        body["toml"] += "# edited\n"
+    body = {"format": patterns.TABLES_FORMAT, "checksum": patterns.checksum(path.read_bytes()), "data": {"a": {"b": 2}}}
     if form == "other format":
         body["format"] += 1
     if form == "shape":
         body["data"] = []
     if form != "missing":
         stored.write_text("{" if form == "not json" else json.dumps(body), encoding="utf-8")
-    assert patterns.read_toml(path) == {"a": {"b": 1, "c": "d"}}
-    body["toml"], body["format"], body["data"] = path.read_text(encoding="utf-8"), patterns.TABLES_FORMAT, {"z": 1}
+    if form == "other text":  # edited after its form was written: one value, same length
+        path.write_text('[a]\nb = 3\nc = "d"\n', encoding="utf-8")
+    assert patterns.read_toml(path) == {"a": {"b": 3 if form == "other text" else 1, "c": "d"}}
+    path.write_text('[a]\nb = 1\nc = "d"\n', encoding="utf-8")
+    body["checksum"], body["format"], body["data"] = patterns.checksum(path.read_bytes()), patterns.TABLES_FORMAT, {"z": 1}
     stored.write_text(json.dumps(body), encoding="utf-8")
-    assert patterns.read_toml(path) == {"z": 1}  # the same text: its form is what is read
+    assert patterns.read_toml(path) == {"z": 1}  # the same bytes: its form is what is read
     path.write_text("[a\n", encoding="utf-8")
     with pytest.raises(tomllib.TOMLDecodeError):
         patterns.read_toml(path)
+
+
+def test_a_grammar_edited_in_a_copy_is_read_from_its_text(tmp_path):
+    """The shipped grammar folder copied with its compiled forms: each file is read from its
+    form until its text is edited; then the edit is what is read, never the stale form."""
+    import shutil
+    import tomllib
+
+    from codeparse.grammar import compiled as patterns
+
+    folder = tmp_path / "grammars"
+    shutil.copytree(grammar_dir(), folder)
+    name = "torchscript-v2.toml"
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert patterns.read_toml(path) == tomllib.loads(text)
+    form = (folder / patterns.TABLES_DIR / (path.stem + ".json")).read_text(encoding="utf-8")
+    edited = text.replace('[grammar]\n', '[grammar]\nedited = "in a copy"\n', 1)
+    assert edited != text
+    path.write_text(edited, encoding="utf-8")
+    got = patterns.read_toml(path)
+    assert got == tomllib.loads(edited) and got["grammar"]["edited"] == "in a copy"
+    assert (folder / patterns.TABLES_DIR / (path.stem + ".json")).read_text(encoding="utf-8") == form  # untouched
 
 
 def _regex_shape(entry: list) -> list:

@@ -22,9 +22,10 @@ scripts/compile_patterns.py`` writes the file again, and a test fails while it l
 them.
 
 The grammar folder's TOML files are stored read, too: ``grammars/compiled/<name>.json``
-holds a file's text and what ``tomllib`` reads from it (:func:`read_toml` gives that when
-the file's text is the one stored, and parses the file otherwise), so a process parses no
-TOML; the same script writes them, and a test checks each against the file.
+holds the :func:`checksum` of a file's bytes and what ``tomllib`` reads from it
+(:func:`read_toml` gives that when the file's checksum is the one stored, and parses the
+file otherwise), so a process parses no TOML; the same script writes them, and a test
+checks each against the file.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ STORE_FILE = "patterns.json"
 REGEX_VERSION0 = 0x2000  # `regex.VERSION0`, without importing `regex` (a test checks it)
 FORMAT = 2
 TABLES_DIR = "compiled"  # beside the TOML files: <name>.json per <name>.toml
-TABLES_FORMAT = 1
+TABLES_FORMAT = 2
 _recorded: Optional[dict[str, set]] = None  # sources compiled while `recording` (the writer)
 
 
@@ -229,19 +230,20 @@ def compile_regex(source: str, flags: int) -> Any:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """What ``tomllib.loads`` reads from the text of the TOML file ``path``: from the file's
-    compiled form (``compiled/<name>.json`` beside it) when that was made from the same text,
-    else parsed.  Raises as reading the text and ``tomllib`` do."""
-    text = path.read_text(encoding="utf-8")
+    compiled form (``compiled/<name>.json`` beside it) when that was made from the same bytes
+    (their :func:`checksum`), else parsed.  Raises as reading the text and ``tomllib`` do."""
     form = _compiled_form(path.parent / TABLES_DIR / (path.stem + ".json"))
-    if form is not None and form[0] == text:
-        return form[1]
+    if form is not None:
+        with open(path, "rb") as handle:
+            if checksum(handle.read()) == form[0]:
+                return form[1]
     import tomllib
 
-    return tomllib.loads(text)
+    return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
 def _compiled_form(path: Path) -> Optional[tuple[str, dict[str, Any]]]:
-    """A compiled TOML file's (text, data), or None (no such file, or not one)."""
+    """A compiled TOML file's (checksum, data), or None (no such file, or not one)."""
     try:
         with open(path, "rb") as handle:
             form = json.loads(handle.read())
@@ -249,8 +251,8 @@ def _compiled_form(path: Path) -> Optional[tuple[str, dict[str, Any]]]:
         return None
     if not isinstance(form, dict) or form.get("format") != TABLES_FORMAT:
         return None
-    text, data = form.get("toml"), form.get("data")
-    return (text, data) if isinstance(text, str) and isinstance(data, dict) else None
+    key, data = form.get("checksum"), form.get("data")
+    return (key, data) if isinstance(key, str) and isinstance(data, dict) else None
 
 
 def _pickle_pattern(pattern: Any) -> tuple:
