@@ -47,6 +47,9 @@ __all__ = ["ExportTable", "FunctionDataDependence", "RuledOut", "export_table", 
 
 _MAX_DEPTH = 32
 _NOT = None  # "not data-dependent"
+_VALUE_KINDS = ("assign", "mutate")  # the definitions whose value a name holds (_defs)
+# The operators whose call past_first_dimension reads (_call_past_first_dimension).
+_PAST_FIRST_OPERATORS = frozenset({"size", "sym_size", "slice"})
 
 
 class ExportTable:
@@ -224,6 +227,7 @@ class FunctionDataDependence:
         self._value_conversions = _NameWalk()
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
         self._assigns: dict[str, list] = {}  # name -> its assignments with a value
+        self._name_values: dict[str, list] = {}  # name -> the values of those (_values)
         self._inplace_names: Optional[set[str]] = None
         # literal: name -> (answer, depth asked at, how far below its walk went, cut by the
         # bound); the deepest depth the walk under way reached and the cuts it met so far.
@@ -254,11 +258,23 @@ class FunctionDataDependence:
         if found is None:
             if name in self.inf.facts.params:
                 found = []
-            else:
+            elif self.ruled_out is None:  # every branch runs (what runs() answers then)
                 # Assignments, and mutations (`torch.append(l, v)`: l holds what is appended).
-                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind in ("assign", "mutate")
+                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind in _VALUE_KINDS
+                         and d.value is not None]
+            else:
+                found = [d for d in self.inf.facts.defs.get(name, ()) if d.kind in _VALUE_KINDS
                          and d.value is not None and self.runs(d.scopes)]
             self._assigns[name] = found
+        return found
+
+    def _values(self, name: str) -> list:
+        """The values of ``name``'s definitions (:meth:`_defs`) that have one, read in the
+        order of the definitions; remembered per name."""
+        found = self._name_values.get(name)
+        if found is None:
+            value_of = self.inf.value_of
+            found = self._name_values[name] = [v for v in map(value_of, self._defs(name)) if v is not None]
         return found
 
     def runs(self, scopes: tuple) -> bool:
@@ -435,29 +451,30 @@ class FunctionDataDependence:
         seen: set[int] = set()
         stack = [node]
         op = self._op
-        defs_of = self._defs
-        value_of = self.inf.value_of
+        name_values = self._name_values
         reads = self.table.shape_reads
         tensor_only = self.inf.sem.tensor_only
         while stack:
             n = stack.pop()
             kind = type(n)
             if kind is Name:
-                for d in defs_of(n.id):
-                    value = value_of(d)
-                    if value is not None and id(value) not in seen:
+                values = name_values.get(n.id)
+                if values is None:
+                    values = self._values(n.id)
+                for value in values:
+                    if id(value) not in seen:
                         seen.add(id(value))
                         stack.append(value)
                 continue
             if kind is CallExpr:
                 args = n.args
                 okind, name = op(n)  # the question past_first_dimension asks first
-                if args:
-                    beyond = _call_past_first_dimension(args, name if okind == "operator" else None,
-                                                        self._operator_name)
-                    if beyond is not None and self.first_dim_only(beyond):
-                        continue  # `kept.size(1)` of `kept = x[keep]`: a static size
-                    if okind == "operator" and name in reads:
+                if args and okind == "operator":
+                    if name in _PAST_FIRST_OPERATORS:
+                        beyond = _call_past_first_dimension(args, name, self._operator_name)
+                        if beyond is not None and self.first_dim_only(beyond):
+                            continue  # `kept.size(1)` of `kept = x[keep]`: a static size
+                    if name in reads:
                         read = args[0]
                         if name in tensor_only and not self._is_tensor_operand(read):
                             # `len(t.tolist())` is t's size; of any other list, the list's length
