@@ -202,15 +202,18 @@ def _cli_main():
 
 
 def _cli_group():
-    """(module, attribute) of the click group the console script runs: the one
-    ``click.Group`` in the console script's module."""
+    """(module, attribute) of the click group the CLI reference documents: the console
+    script's group with every command registered (``codeparse.cli.reference.cli``; the
+    console script's module registers most commands only when one is asked for, and
+    mkdocs-click reads a group's ``commands`` whole)."""
     import click
 
-    module = sys.modules[_cli_main().__module__]
-    groups = [name for name, obj in vars(module).items() if isinstance(obj, click.Group)]
-    if len(groups) != 1:
-        raise RuntimeError(f"{module.__name__} holds {len(groups)} click groups, not one")
-    return module.__name__, groups[0]
+    module, name = "codeparse.cli.reference", "cli"
+    group = getattr(importlib.import_module(module), name)
+    console = sys.modules[_cli_main().__module__]
+    if not isinstance(group, click.Group) or not any(obj is group for obj in vars(console).values()):
+        raise RuntimeError(f"{module}.{name} is not the click group of {console.__name__}")
+    return module, name
 
 
 def _schema(model: str) -> str:

@@ -616,22 +616,51 @@ def test_a_command_imports_only_the_module_that_defines_it(tmp_path, argv, loade
         assert "(Did you mean one of: 'check', 'schema'?)" in proc.stderr
 
 
-_COMMANDS_READ_WHOLE = """
+_COMMANDS_LISTED = """
 import sys
+import click
 from codeparse.cli.app import cli
-assert "codeparse.cli.diff" not in sys.modules
-print(" ".join(command.name for command in cli.commands.values()))
+print(" ".join(cli.list_commands(click.Context(cli))))
+print(" ".join(sorted(m for m in sys.modules if m.startswith("codeparse.cli."))))
+from codeparse.cli.reference import cli as documented
+print(documented is cli, " ".join(documented.commands))
 """
 
 
-def test_the_commands_read_whole_are_every_command_in_their_order(tmp_path):
-    """A tool that reads the group's commands whole (the documentation's mkdocs-click) gets
-    every command, in the order they were registered before they were loaded lazily."""
-    proc = subprocess.run([sys.executable, "-c", _COMMANDS_READ_WHOLE], capture_output=True, text=True, cwd=tmp_path,
+def test_the_group_lists_every_command_and_the_documented_one_holds_them_in_their_order(tmp_path):
+    """The group names every command without loading a command's module (click's
+    ``list_commands``); the group the documentation reads (``codeparse.cli.reference``) is the
+    same group with every command registered, in the order they are registered."""
+    proc = subprocess.run([sys.executable, "-c", _COMMANDS_LISTED], capture_output=True, text=True, cwd=tmp_path,
                           env=_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["parse", "schema", "grammars", "check", "scan", "rule", "diff", "capture", "ops",
-                                   "which", "report"]
+    listed, modules, documented = proc.stdout.splitlines()
+    every = ["parse", "schema", "grammars", "check", "scan", "rule", "diff", "capture", "ops", "which", "report"]
+    assert listed.split() == sorted(every)
+    assert modules.split() == ["codeparse.cli.app", "codeparse.cli.output"]
+    assert documented.split() == ["True", *every]
+
+
+_CLI_REFERENCE = """
+import sys
+import click
+import markdown
+sys.path.insert(0, sys.argv[1])
+import docs_site
+from codeparse.cli.app import cli
+html = markdown.markdown(docs_site.cli_page(), extensions=["mkdocs-click", "tables"])
+print(" ".join(n for n in cli.list_commands(click.Context(cli)) if f"<h3>{n}</h3>" in html))
+"""
+
+
+def test_the_cli_reference_documents_every_command(tmp_path):
+    """The site's CLI reference, as mkdocs-click writes it from the page's directive in a fresh
+    process (nothing asked for a command before): a section for every command."""
+    proc = subprocess.run([sys.executable, "-c", _CLI_REFERENCE, str(ROOT / "scripts")], capture_output=True,
+                          text=True, cwd=tmp_path, env=_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["capture", "check", "diff", "grammars", "ops", "parse", "report", "rule", "scan",
+                                   "schema", "which"]
 
 
 def test_the_parser_for_tools_has_every_command():

@@ -3,8 +3,9 @@
 Takes argv.  Gives exit codes (0 clean, 1 findings, 2 usage or input error) and output
 written by the renderers: ``app`` (the group and ``main``, ``parse``, ``grammars``, ``schema``, ``rule``),
 ``check`` (``check``, ``scan``), ``diff`` (``diff``, ``capture``, ``ops``) and ``report``; ``output``
-opens the output file or standard output for all of them.  Each command module imports its
-heavy dependencies inside the command, so ``codeparse --help`` starts fast.
+opens the output file or standard output for all of them; ``reference`` is the group with every
+command registered, for documentation tools.  Each command module imports its heavy
+dependencies inside the command, so ``codeparse --help`` starts fast.
 """
 
 __all__ = ["main"]

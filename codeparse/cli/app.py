@@ -267,7 +267,7 @@ def run_parse(
 # Commands defined in other modules, by name: each `codeparse/cli/<module>.py` named here
 # has a `register(group)` function adding its commands.  Those modules import their heavy
 # dependencies inside the commands, and a command's module is imported only when that
-# command (or the list of all of them) is asked for.
+# command is asked for (or the help that shows every command).
 _COMMAND_MODULES: dict[str, str] = {
     "check": "check", "scan": "check", "rule": "check",
     "diff": "diff", "capture": "diff", "ops": "diff", "which": "diff",
@@ -275,47 +275,21 @@ _COMMAND_MODULES: dict[str, str] = {
 }
 
 
-class _Commands(dict):
-    """A group's commands by name.  Read whole (iterated, listed, sized: ``--help``, click's
-    suggestions for a mistyped name, documentation tools) it first registers the commands
-    of every module not loaded yet; looking one name up or adding one does not."""
-
-    def __init__(self, commands: dict, load_all: Any):
-        super().__init__(commands)
-        self._load_all = load_all
-
-    def __iter__(self):  # noqa: ANN204 - a dict's iterator
-        self._load_all()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._load_all()
-        return super().__len__()
-
-    def keys(self):  # noqa: ANN201 - a dict's view
-        self._load_all()
-        return super().keys()
-
-    def values(self):  # noqa: ANN201 - a dict's view
-        self._load_all()
-        return super().values()
-
-    def items(self):  # noqa: ANN201 - a dict's view
-        self._load_all()
-        return super().items()
-
-
 class _LazyGroup(click.Group):
     """The command group, its commands from other modules loaded lazily (click's documented
-    way: ``get_command`` imports the module that registers the one asked for, and the list
-    of commands names them all), so that a command's process imports no other command's
-    module.  ``commands`` read whole registers them all (:class:`_Commands`), and so does a
-    name not found (a command missing from the map is still found)."""
+    way: ``list_commands`` names every command, ``get_command`` imports the module that
+    registers the one asked for), so that a command's process imports no other command's
+    module.  A name not found registers them all (a command missing from the map is still
+    found; a mistyped name is told the closest of all).  ``commands`` holds the commands
+    registered so far: a tool that reads it whole (mkdocs-click) reads the group of
+    :mod:`codeparse.cli.reference`, which has every command."""
 
     def __init__(self, *args: Any, lazy: Optional[dict[str, str]] = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})  # command name -> the module of this package that registers it
-        self.commands = _Commands(self.commands, self.load_all)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         module = self.lazy.get(cmd_name)
