@@ -327,7 +327,7 @@ class _Reading:
     __slots__ = ("grammar", "lines", "physical_pattern", "physical", "indent", "text", "blank", "pairs",
                  "bracket_signs", "find_brackets", "nested", "may_quote", "first_word", "by_keyword", "generic",
                  "generic_master", "exacts", "nested_strings", "head", "plans", "generic_plan", "directs",
-                 "shortcuts", "loose_else")
+                 "shortcuts", "loose_else", "spanning")
 
     def __init__(self, grammar: Grammar):
         self.grammar = grammar
@@ -347,6 +347,9 @@ class _Reading:
         self.find_brackets = bracket_finder(grammar, "findall")
         self.nested = nesting(grammar)
         self.may_quote = quoted(grammar)
+        # `[lines].spanning` (optional): a statement over several lines whose brackets pair
+        # up shallow, without a quote character (a signature), read to its end in one match.
+        self.spanning = grammar.lines["spanning"].match if "spanning" in grammar.lines else None
         self.first_word = grammar.fragments["identifier"].match
         self.by_keyword = grammar.rules_by_keyword
         self.generic = grammar.generic_rules
@@ -498,6 +501,33 @@ def _pair_excess(r: _Reading, text: str, start: int, end: int, differences: list
     return total
 
 
+def _spanning_end(r: _Reading, text: str, start: int, end: int, column: int) -> int:
+    """:func:`_logical_end` of a statement that continues past its first line (which ends at
+    ``end``), found by one match where that is its whole answer, or -1.
+
+    Where the statement's text holds no quote character and its brackets pair up, nested
+    at most three deep, with its line breaks all inside brackets (the grammar's
+    ``[lines].spanning`` reads it to a line break outside them or the text's end), and
+    every line after the first is indented past ``column``, :func:`_logical_end` extends
+    it line by line to that same line (the brackets are open at every line break inside,
+    closed at the one after) and finds every pair's counts equal.  Its brackets then nest
+    as the grammar's ``re`` forms need, with no string (what :func:`_exact` would check
+    again)."""
+    spanning = r.spanning
+    if spanning is None:
+        return -1
+    stop = spanning(text, start).end()
+    if stop <= end or (stop < len(text) and text[stop] != "\n"):
+        return -1
+    physical, indent_group = r.physical, r.indent
+    at = end  # a line break inside brackets: the next line must be indented past `column`
+    while at != -1 and at < stop:
+        if physical(text, at + 1).end(indent_group) - (at + 1) <= column:
+            return -1
+        at = text.find("\n", at + 1, stop)
+    return stop
+
+
 def _logical_end(r: _Reading, text: str, start: int, end: int, column: int, timeout: float) -> tuple[int, bool]:
     """The end of the statement starting at ``start`` on the line ending at ``end``, and
     whether every pair's counts are equal over the statement's lines (the answer
@@ -526,12 +556,13 @@ def _logical_end(r: _Reading, text: str, start: int, end: int, column: int, time
 
 
 def _exact(r: _Reading, text: str, rules: tuple, first: int, last: int, indent_end: int, text_end: int, stop: int,
-           nests: bool, unrolled: bool) -> tuple:
+           nests: bool, unrolled: bool, simple: Optional[bool] = None) -> tuple:
     """The first of ``rules[first:last]`` that matches the statement at ``indent_end`` by its
     own pattern, and its match; or ``(None, None)``.  ``unrolled``: the grammar's `re` forms
     with recursion unrolled (Statement.plain) serve where brackets nest less deep than they
-    are unrolled (``nesting`` proves at most _NEST_DEPTH; a call is at most one deeper)."""
-    simple = None
+    are unrolled (``nesting`` proves at most _NEST_DEPTH; a call is at most one deeper).
+    ``simple``: True where the statement is known to hold no string and its brackets to nest
+    so (:func:`_spanning_end`); else found here when first needed."""
     exacts = r.exacts
     for index in range(first, last):
         rule = rules[index]
@@ -666,10 +697,15 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
         # never reads (or searches for a literal) past it: cost per byte is flat.  A line
         # whose brackets nest (most lines) ends where it is.
         nests = line.end(3) == text_end
+        simple = None
         if nests:
             stop, even = text_end, True
         else:
-            stop, even = _logical_end(r, text, indent_end, text_end, column, timeout)
+            stop = _spanning_end(r, text, indent_end, text_end, column)
+            if stop >= 0:  # over several lines, known even, and simple for _exact
+                even = simple = True
+            else:
+                stop, even = _logical_end(r, text, indent_end, text_end, column, timeout)
         m = rule = groups = None
         if stop - indent_end <= fast_len:
             if key in directs:
@@ -679,7 +715,8 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                 rule = by_keyword[key][0]
                 shortcut = shortcuts[rule]
                 if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
-                    rule, m = _exact(r, text, by_keyword[key], 0, 1, indent_end, text_end, stop, nests, unrolled)
+                    rule, m = _exact(r, text, by_keyword[key], 0, 1, indent_end, text_end, stop, nests, unrolled,
+                                     simple)
             if m is None:  # Master.find, inline
                 plan = plans.get(key, generic_plan)
                 if plan is generic_plan:  # a line of no keyword: the rules without one, one alternation
@@ -712,7 +749,7 @@ def parse_statements(source: SourceText, grammar: Grammar) -> ParseResult:
                         shortcut = shortcuts[rule]
                         if shortcut is None or (m := shortcut(text, indent_end, stop)) is None:
                             rule, m = _exact(r, text, rules, index, len(rules), indent_end, text_end, stop, nests,
-                                             unrolled)
+                                             unrolled, simple)
         else:
             rules = by_keyword.get(key, generic) if key else generic
             try:
