@@ -189,6 +189,11 @@ def _run_agrees(text: str, start: int, end: int) -> None:
         scan = load_grammar(grammar_id).scan
         assert _references(scan["references_run"], text, start, end) == \
             _references(scan["references"], text, start, end)
+        # The scan stops at the first `end` (Extractor._scan): only `end` follows it.
+        run = scan["references_run"]
+        names = {number: name for name, number in run.groupindex.items()}
+        closed = [names[m.lastindex] for m in run.finditer(text, start, end)]
+        assert "end" in closed and set(closed[closed.index("end"):]) == {"end"}
 
 
 @settings(max_examples=800, deadline=None)

@@ -136,10 +136,11 @@ def _first_crowded(text: str, start: int, end: int, limit: int) -> Optional[int]
 _MATCHERS: dict[int, tuple] = {}
 # The groups of `[scan].references` that close last in a call, a method call's receiver
 # parenthesis, an attribute chain and a `getattr` (a string closes `string`: skipped), and
-# the groups the scan reads.  A grammar without `recv` (receivers read by the pattern) asks
+# the groups the scan reads, and `references_run`'s `end` (the end of the text read, after
+# which the scan stops).  A grammar without `recv` (receivers read by the pattern) asks
 # `receiver` at every `paren`.
 _SCAN_GROUPS = ("call_open", "attr_chain", "recv", "paren", "getattr", "receiver", "method", "callee", "attr_base",
-                "getattr_obj", "getattr_name", "call", "method_call")
+                "getattr_obj", "getattr_name", "call", "method_call", "end")
 # The scan's pattern: `[scan].references_run` (what lies between two references passed
 # over inside one match), or `references` where a grammar has no `references_run` (the
 # same references and groups, one match started at every character).
@@ -528,7 +529,8 @@ class Extractor:
         for loop, (test, scopes) in zip(walk.loops, walk.loop_tests):
             loop["condition"] = self._condition(inference, dd, test, scopes)
         conversions = [src.span(*s) for s in dd.conversions(calls)]
-        self._fill_roles(self_refs, receivers, declared, ifs)
+        if self_refs:  # (without references there is no role to fill)
+            self._fill_roles(self_refs, receivers, declared, ifs)
         return _function(name, qualified, _signature(params, returns), ifs, walk.loops, self_refs,
                          calls, conversions, src.span(stmt.start, stmt.block_end))
 
@@ -628,7 +630,7 @@ class Extractor:
         target_starts = sorted(targets)
         find = text.find
         (call_g, attr_g, recv_g, paren_g, getattr_g, receiver_g, method_g, callee_g, base_g, obj_g,
-         name_g, extent_g, method_extent_g) = self._scan_groups
+         name_g, extent_g, method_extent_g, end_g) = self._scan_groups
         # A call whose extent the pattern read (`call`, `method_call`) is on one line: its
         # span comes from the line index.  Once a receiver spans lines, every call asks
         # call_span (which remembers each line's answer from the first call that asks).
@@ -754,6 +756,8 @@ class Extractor:
                         refs.append(o.__dict__)
                     continue
                 else:  # a string (`references`), or text passed over (`skip`, `end`)
+                    if group == end_g:  # the stretch's end: only `end` again could follow
+                        break
                     continue
                 # A call, `callee(` or `(recv).method(`, from `at` to the closer of its
                 # parenthesis at `open_pos`: `close` when the pattern read it (on one line).
