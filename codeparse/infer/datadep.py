@@ -68,6 +68,8 @@ class ExportTable:
         self.number_conversions = frozenset(table["number_conversions"])
         self.item_reads = frozenset(table["item_reads"])
         self.value_reading = dict(table["value_reading_arguments"])
+        # What FunctionDataDependence.conversions looks at.
+        self.conversions_or_reading = self.conversions | frozenset(self.value_reading)
         self.no_data_operators = frozenset(table["no_data_operators"])
         self.like_factories = frozenset(table["like_factories"])
         self.runtime_values = dict(table["export_runtime_values"])
@@ -201,6 +203,12 @@ RuledOut = Optional[Callable[[Any], frozenset]]
 
 class FunctionDataDependence:
     """The data-dependence questions about one function (see the module docs)."""
+
+    # One object per function parsed (most ask it only for conversions): attributes in
+    # slots, set by one constructor.
+    __slots__ = ("inf", "parameters", "rows_given", "assumed", "static", "ruled_out", "_dead", "_rows", "table",
+                 "_tensors", "_value_conversions", "_ops", "_assigns", "_name_values", "_inplace_names",
+                 "_literals", "_literal_deepest", "_literal_cuts", "shape_operands")
 
     def __init__(self, inference: Any, parameters: bool = False, rows_given: bool = False,
                  ruled_out: RuledOut = None, static: frozenset = frozenset()):
@@ -727,12 +735,15 @@ class FunctionDataDependence:
         operators that read a tensor argument's values (``value_reading_arguments``)."""
         out = []
         reading = self.table.value_reading
-        conversions = self.table.conversions
+        asked = self.table.conversions_or_reading
         for call in calls:
             if call["kind"] != "operator":
                 continue
-            name = (call.get("target") or "").rpartition(":")[2]
-            if name not in conversions and name not in reading:
+            target = call.get("target")
+            if not target:
+                continue
+            name = target.rpartition(":")[2]
+            if name not in asked:
                 continue
             span = call["span"]
             node = self.inf.tree((span["start"], span["end"]))
