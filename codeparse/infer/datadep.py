@@ -230,9 +230,10 @@ class FunctionDataDependence:
         self._dead: Optional[frozenset] = None
         self._rows: dict[str, bool] = {}  # name -> first_dim_only
         self.table = export_table()
-        # tensor / value_conversions of names, each answer remembered once complete (_NameWalk)
-        self._tensors = _NameWalk()
-        self._value_conversions = _NameWalk()
+        # tensor / value_conversions of names, each answer remembered once complete (_NameWalk;
+        # made when a name is first asked)
+        self._tensors: Optional[_NameWalk] = None
+        self._value_conversions: Optional[_NameWalk] = None
         self._ops: dict[tuple[int, int], tuple[str, Optional[str]]] = {}  # call span -> _op
         self._assigns: dict[str, list] = {}  # name -> its assignments with a value
         self._name_values: dict[str, list] = {}  # name -> the values of those (_values)
@@ -317,7 +318,10 @@ class FunctionDataDependence:
             name = node.id
             if self.parameters and name in self.inf.facts.params and name not in self.static:
                 return frozenset({(_PARAMETER, name)})
-            return self._tensors.answer(name, self.tensor, self.inf.value_of, self._defs, depth + 1)
+            walk = self._tensors
+            if walk is None:
+                walk = self._tensors = _NameWalk()
+            return walk.answer(name, self.tensor, self.inf.value_of, self._defs, depth + 1)
         if kind is Index:
             return _each(self.tensor, [node.value, *node.items], depth + 1)
         if kind is Seq:
@@ -394,8 +398,10 @@ class FunctionDataDependence:
         kind = type(node)
         if kind is Name:
             name = node.id
-            return self._value_conversions.answer(name, self.value_conversions, self.inf.value_of, self._defs,
-                                                  depth + 1)
+            walk = self._value_conversions
+            if walk is None:
+                walk = self._value_conversions = _NameWalk()
+            return walk.answer(name, self.value_conversions, self.inf.value_of, self._defs, depth + 1)
         if kind is CallExpr:
             kind, name = self._op(node)
             args = node.args
