@@ -400,10 +400,10 @@ def test_shortcuts_match_as_their_rules_on_edited_text(text, grammar_id):
 
 def test_a_shortcut_with_other_groups_is_a_grammar_error(tmp_path):
     source = (Path(__file__).resolve().parent.parent / "grammars" / "torchscript-v2.toml").read_text(encoding="utf-8")
-    line = "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+(?P<type>{TYPE_NAME})'"
+    line = "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+(?P<type>{TYPE_SHORT})'"
     assert source.count(line) == 1
     path = tmp_path / "torchscript-v2.toml"
-    path.write_text(source.replace(line, "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+{TYPE_NAME}'"), encoding="utf-8")
+    path.write_text(source.replace(line, "shortcut = '(?P<name>{IDENT})[ ]*+:[ ]*+{TYPE_SHORT}'"), encoding="utf-8")
     with pytest.raises(GrammarError, match="shortcut captures other groups"):
         load_grammar_file(path)
 
@@ -606,3 +606,18 @@ def test_spanning_end_on_every_fixture_line():
             answered, asked = answered + a, asked + b
     # It answers for most statements over several lines (signatures; not those with strings).
     assert answered > 3_000 and answered > 0.9 * asked
+
+
+@pytest.mark.parametrize("grammar_id", GRAMMARS)
+def test_attribute_shortcut_reads_bracketed_types_of_fixture_lines(grammar_id):
+    """The attribute declarations with a bracketed type (`_is_full_backward_hook :
+    Optional[bool]`, in most archived classes) are read by the shortcut (TYPE_SHORT), as
+    their rule reads them (test_shortcuts_match_as_their_rules_on_every_fixture_line)."""
+    rule = next(rule for rule in load_grammar(grammar_id).statements if rule.name == "attribute_decl")
+    read = 0
+    for path in FIXTURES.glob("archive_code/**/*.py"):
+        text = path.read_text(encoding="utf-8")
+        for start, end, _word in _lines_of(text, grammar_id):
+            if "[" in text[start:end] and rule.pattern.fullmatch(text, start, end):
+                read += rule.shortcut.fullmatch(text, start, end) is not None
+    assert read > 500
