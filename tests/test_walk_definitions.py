@@ -81,3 +81,31 @@ def test_if_blocks_calls_are_those_up_to_the_largest_block_end():
                 ifs += 1
         started.extractor.release()
     assert ifs > 1_000
+
+
+def test_a_value_without_a_comma_splits_into_one_item_at_most():
+    """_Walk.bind splits an assignment's value into items only where it holds a comma:
+    without one, Extractor.list_items never gives the two or more items a tuple target
+    would bind element by element (every fixture assignment's value, and its text cut
+    at every bracket)."""
+    from codeparse.text.extract import Extractor
+    from codeparse.infer.semantics import shared_semantics
+
+    checked = 0
+    for path, text in _texts():
+        prepared = prepare_text(text, str(path))
+        ex = Extractor(prepared.source, prepared.grammar, shared_semantics(), None)
+        stack = list(prepared.statements)
+        while stack:
+            s = stack.pop()
+            stack.extend(s.body)
+            stack.extend(s.orelse or ())
+            if s.kind != "assign":
+                continue
+            start, end = s.span_of("value")
+            for stop in [end] + [i for i in range(start, end) if text[i] in "([{"]:
+                if text.find(",", start, stop) == -1:
+                    items = ex.list_items(start, stop)
+                    assert items is None or len(items) <= 1, (path, text[start:stop])
+                    checked += 1
+    assert checked > 10_000

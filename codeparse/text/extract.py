@@ -1005,8 +1005,9 @@ class _Walk:
             items = [span]
         many = len(items) > 1
         values: list = []
-        if many and value is not None and kind == "assign":
-            # `a, b = x, y` binds each name to its own element.
+        if many and value is not None and kind == "assign" and text.find(_SEPARATOR, *value) != -1:
+            # `a, b = x, y` binds each name to its own element (a value without a comma is
+            # no list of as many items).
             values = ex.list_items(*value) or []
             if len(values) != len(items):
                 values = []
