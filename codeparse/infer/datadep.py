@@ -48,8 +48,11 @@ __all__ = ["ExportTable", "FunctionDataDependence", "RuledOut", "export_table", 
 _MAX_DEPTH = 32
 _NOT = None  # "not data-dependent"
 _VALUE_KINDS = ("assign", "mutate")  # the definitions whose value a name holds (_defs)
-# The operators whose call past_first_dimension reads (_call_past_first_dimension).
-_PAST_FIRST_OPERATORS = frozenset({"size", "sym_size", "slice"})
+# The operators whose call past_first_dimension reads (_call_past_first_dimension): a size
+# of one dimension (`torch.size(t, d)`) and a slice.
+_SIZE_OPERATORS = ("size", "sym_size")
+_SLICE_OPERATOR = "slice"
+_PAST_FIRST_OPERATORS = frozenset((*_SIZE_OPERATORS, _SLICE_OPERATOR))
 
 
 class ExportTable:
@@ -164,9 +167,9 @@ def past_first_dimension(node: Expr, operator: Any) -> Optional[Expr]:
 def _call_past_first_dimension(args: list, name: Optional[str], operator: Any) -> Optional[Expr]:
     """:func:`past_first_dimension` of a call with arguments ``args`` whose operator is
     ``name`` (None: no operator), for a caller that has asked the operator already."""
-    if name in ("size", "sym_size") and len(args) == 2 and _from_one(args[1]):
+    if name in _SIZE_OPERATORS and len(args) == 2 and _from_one(args[1]):
         return args[0]
-    if name == "slice" and len(args) >= 2 and _from_one(args[1]):
+    if name == _SLICE_OPERATOR and len(args) >= 2 and _from_one(args[1]):
         return _all_sizes(args[0], operator)
     return None
 
