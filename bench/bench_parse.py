@@ -72,13 +72,13 @@ def fair():
         ast.parse(texts[i])
 def kept():
     return [ast.parse(texts[i]) for i in picked]
-def clear_params():  # the parse's bounded memos of texts seen earlier in the process (parameters, lists)
+def clear_params():  # the parse's bounded memos of texts seen earlier in the process (parameters, lists, mutator verdicts)
     for name in ("codeparse.text.extract", "codeparse.extract"):
         try:
             found = importlib.import_module(name)
         except ImportError:
             continue
-        for memo in ("_PARAMS", "_LISTS"):
+        for memo in ("_PARAMS", "_LISTS", "_MUTATORS"):
             getattr(found, memo, {}).clear()
 def dict_path():  # each round reads the corpus as a fresh process would: no text remembered from the last
     clear_params()

@@ -109,3 +109,53 @@ def test_a_value_without_a_comma_splits_into_one_item_at_most():
                     assert items is None or len(items) <= 1, (path, text[start:stop])
                     checked += 1
     assert checked > 10_000
+
+
+def test_a_value_splits_into_no_more_items_than_its_commas_plus_one():
+    """_Walk.bind splits an assignment's value for a tuple target of n names only where it
+    holds n - 1 commas or more: Extractor.list_items never gives more items than the
+    commas plus one (every fixture assignment's value, and its text cut at every comma)."""
+    from codeparse.text.extract import Extractor
+    from codeparse.infer.semantics import shared_semantics
+
+    checked = 0
+    for path, text in _texts():
+        prepared = prepare_text(text, str(path))
+        ex = Extractor(prepared.source, prepared.grammar, shared_semantics(), None)
+        stack = list(prepared.statements)
+        while stack:
+            s = stack.pop()
+            stack.extend(s.body)
+            stack.extend(s.orelse or ())
+            if s.kind != "assign":
+                continue
+            start, end = s.span_of("value")
+            for stop in [end] + [i for i in range(start, end) if text[i] == ","]:
+                items = ex.list_items(start, stop) or []
+                assert len(items) <= text.count(",", start, stop) + 1, (path, text[start:stop])
+                checked += 1
+    assert checked > 10_000
+
+
+def test_the_shared_mutator_verdicts_are_the_semantics_answers():
+    """The walk's table of which callees mutate a list (shared by every file's extractor of
+    one Semantics) holds, for every callee the fixtures' walks asked, what the semantics'
+    operator table says; and the walk asks it for a fixture's expression statements too
+    (torch.append(l, v) on a line of its own defines l)."""
+    from codeparse.infer.semantics import shared_semantics
+    from codeparse.text import extract
+
+    sem = shared_semantics()
+    extract._MUTATORS.clear()
+    mutating = 0
+    for path, text in _texts():
+        started = start_file(prepare_text(text, str(path)))
+        for state in _states(started):
+            mutating += sum(d.kind == "mutate" for defs in state[4].defs.values() for d in defs)
+        started.extractor.release()
+    table = extract._mutators(sem)
+    assert len(table) > 100
+    for callee, verdict in table.items():
+        op = sem.operator(callee)
+        assert verdict == (op is not None and op.rpartition(":")[2] in sem.mutators), callee
+    assert any(table.values()) and mutating > 10

@@ -170,6 +170,26 @@ def _matchers(grammar: Grammar) -> tuple:
     return found[1]
 
 
+_MUTATORS: dict[int, tuple[Semantics, dict[str, bool]]] = {}
+_MUTATORS_MAX = 8192
+
+
+def _mutators(sem: Semantics) -> dict[str, bool]:
+    """Callee as printed -> whether it is a list mutator (rule 2), shared by the extractors
+    of one :class:`Semantics`: the answer is the semantics' operator table's alone, and
+    the walk asks it at every assignment whose value is a call (a new file would otherwise
+    ask each of its callees again).  Bounded, cleared when full."""
+    found = _MUTATORS.get(id(sem))
+    if found is None or found[0] is not sem:
+        if len(_MUTATORS) >= 16:
+            _MUTATORS.clear()
+        found = _MUTATORS[id(sem)] = (sem, {})
+    table = found[1]
+    if len(table) >= _MUTATORS_MAX:
+        table.clear()
+    return table
+
+
 class Extractor:
     """Turns the statements of one file into class and function data."""
 
@@ -199,7 +219,7 @@ class Extractor:
         self._keep = pool.setdefault  # keep(s, s): the pooled string equal to s
         self.too_deep: Optional[int] = None  # offset of the first condition past the depth limit (CP113)
         self._operators: dict[str, Optional[str]] = {}  # callee as printed -> operator, for this file
-        self._mutators: dict[str, bool] = {}  # callee as printed -> is it a list mutator (rule 2)
+        self._mutators = _mutators(sem)  # callee as printed -> is it a list mutator (rule 2)
         # callee as printed -> the scan's answer for an intrinsic (None) or an operator
         # (kind, target, callee), the same in every function of this file (_call_kind)
         self._fixed_kinds: dict[str, Optional[tuple[str, Optional[str], str]]] = {}
@@ -1005,22 +1025,32 @@ class _Walk:
             items = [span]
         many = len(items) > 1
         values: list = []
-        if many and value is not None and kind == "assign" and text.find(_SEPARATOR, *value) != -1:
-            # `a, b = x, y` binds each name to its own element (a value without a comma is
-            # no list of as many items).
+        if many and value is not None and kind == "assign" and text.count(_SEPARATOR, *value) >= len(items) - 1:
+            # `a, b = x, y` binds each name to its own element (a value with fewer commas
+            # than the items less one is no list of as many items).
             values = ex.list_items(*value) or []
             if len(values) != len(items):
                 values = []
+        identifier = self._identifier
+        defs = self.facts.defs
         for index, (s, e) in enumerate(items):
-            if self._identifier(text, s, e):
+            if identifier(text, s, e):
                 name = text[s:e]
+                d = _new(Definition)  # Definition(name, kind, bound, element, scopes, annotation, start)
+                d.name = name
+                d.kind = kind
                 if values:
-                    bound, element = values[index], None
+                    d.value, d.element = values[index], None
                 else:
-                    bound, element = value, (index if many else None)
-                self.facts.defs.setdefault(name, []).append(
-                    Definition(name, kind, bound, element, scopes, annotation, start)
-                )
+                    d.value, d.element = value, (index if many else None)
+                d.scopes = scopes
+                d.annotation = annotation
+                d.start = start
+                found = defs.get(name)
+                if found is None:
+                    defs[name] = [d]
+                else:
+                    found.append(d)
 
     def mutation(self, span: tuple[int, int], scopes, start: int) -> None:
         """``torch.append(l, v)``: a definition of ``l`` (rule 2)."""
@@ -1138,7 +1168,12 @@ class _Walk:
                     if find(".", t0, t1) != -1:
                         self.attribute_set(target, value, scopes, start)
             elif k == "expr":
-                self.mutation(s.span_of("value"), scopes, s.start)
+                value = s.span_of("value")
+                v0, v1 = value
+                # as for an assignment's value: no call of a callee known to mutate nothing
+                paren = find("(", v0, v1)
+                if paren != -1 and (mutators.get(text[v0:paren]) is not False or (paren == v0 and self.objects)):
+                    self.mutation(value, scopes, s.start)
             elif k == "return":
                 if s.group("value"):
                     self.facts.returns.append((s.span_of("value"), scopes))
