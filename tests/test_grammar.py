@@ -615,3 +615,18 @@ def test_unrolled_rules_match_as_the_recursive_ones(grammar_id):
     if grammar_id == "torchscript-v2":
         assert checked.get("def", 0) > 500 and checked.get("attribute_decl", 0) > 500, checked
         assert checked.get("annotation_decl", 0) > 500, checked  # a string in every one
+
+
+def test_a_parsed_toml_file_reads_as_its_text_with_universal_newlines(tmp_path):
+    """A file without a matching compiled form is read once, as bytes, and parsed as
+    `Path.read_text` gives its text: Windows and old Mac line ends inside a multi-line
+    string read as they would from the text."""
+    import tomllib
+
+    from codeparse.grammar import compiled as patterns
+
+    path = tmp_path / "table.toml"
+    path.write_bytes(b'[a]\r\nb = """x\r\ny\rz"""\r\nc = 1\r\n')
+    want = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert want == {"a": {"b": "x\ny\nz", "c": 1}}
+    assert patterns.read_toml(path) == want

@@ -232,14 +232,15 @@ def read_toml(path: Path) -> dict[str, Any]:
     """What ``tomllib.loads`` reads from the text of the TOML file ``path``: from the file's
     compiled form (``compiled/<name>.json`` beside it) when that was made from the same bytes
     (their :func:`checksum`), else parsed.  Raises as reading the text and ``tomllib`` do."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
     form = _compiled_form(path.parent / TABLES_DIR / (path.stem + ".json"))
-    if form is not None:
-        with open(path, "rb") as handle:
-            if checksum(handle.read()) == form[0]:
-                return form[1]
+    if form is not None and checksum(raw) == form[0]:
+        return form[1]
     import tomllib
 
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    # As ``Path.read_text`` would give it: universal newlines.
+    return tomllib.loads(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _compiled_form(path: Path) -> Optional[tuple[str, dict[str, Any]]]:
