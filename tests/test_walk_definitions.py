@@ -88,26 +88,13 @@ def test_a_value_without_a_comma_splits_into_one_item_at_most():
     without one, Extractor.list_items never gives the two or more items a tuple target
     would bind element by element (every fixture assignment's value, and its text cut
     at every bracket)."""
-    from codeparse.text.extract import Extractor
-    from codeparse.infer.semantics import shared_semantics
-
     checked = 0
-    for path, text in _texts():
-        prepared = prepare_text(text, str(path))
-        ex = Extractor(prepared.source, prepared.grammar, shared_semantics(), None)
-        stack = list(prepared.statements)
-        while stack:
-            s = stack.pop()
-            stack.extend(s.body)
-            stack.extend(s.orelse or ())
-            if s.kind != "assign":
-                continue
-            start, end = s.span_of("value")
-            for stop in [end] + [i for i in range(start, end) if text[i] in "([{"]:
-                if text.find(",", start, stop) == -1:
-                    items = ex.list_items(start, stop)
-                    assert items is None or len(items) <= 1, (path, text[start:stop])
-                    checked += 1
+    for path, text, ex, start, end in _assignment_values():
+        for stop in [end] + [i for i in range(start, end) if text[i] in "([{"]:
+            if text.find(",", start, stop) == -1:
+                items = ex.list_items(start, stop)
+                assert items is None or len(items) <= 1, (path, text[start:stop])
+                checked += 1
     assert checked > 10_000
 
 
@@ -115,25 +102,12 @@ def test_a_value_splits_into_no_more_items_than_its_commas_plus_one():
     """_Walk.bind splits an assignment's value for a tuple target of n names only where it
     holds n - 1 commas or more: Extractor.list_items never gives more items than the
     commas plus one (every fixture assignment's value, and its text cut at every comma)."""
-    from codeparse.text.extract import Extractor
-    from codeparse.infer.semantics import shared_semantics
-
     checked = 0
-    for path, text in _texts():
-        prepared = prepare_text(text, str(path))
-        ex = Extractor(prepared.source, prepared.grammar, shared_semantics(), None)
-        stack = list(prepared.statements)
-        while stack:
-            s = stack.pop()
-            stack.extend(s.body)
-            stack.extend(s.orelse or ())
-            if s.kind != "assign":
-                continue
-            start, end = s.span_of("value")
-            for stop in [end] + [i for i in range(start, end) if text[i] == ","]:
-                items = ex.list_items(start, stop) or []
-                assert len(items) <= text.count(",", start, stop) + 1, (path, text[start:stop])
-                checked += 1
+    for path, text, ex, start, end in _assignment_values():
+        for stop in [end] + [i for i in range(start, end) if text[i] == ","]:
+            items = ex.list_items(start, stop) or []
+            assert len(items) <= text.count(",", start, stop) + 1, (path, text[start:stop])
+            checked += 1
     assert checked > 10_000
 
 
@@ -159,3 +133,21 @@ def test_the_shared_mutator_verdicts_are_the_semantics_answers():
         op = sem.operator(callee)
         assert verdict == (op is not None and op.rpartition(":")[2] in sem.mutators), callee
     assert any(table.values()) and mutating > 10
+
+
+def _assignment_values():
+    """``(path, text, extractor, start, end)`` for the value of every assignment statement of
+    every fixture text, nested statements included."""
+    from codeparse.infer.semantics import shared_semantics
+    from codeparse.text.extract import Extractor
+
+    for path, text in _texts():
+        prepared = prepare_text(text, str(path))
+        ex = Extractor(prepared.source, prepared.grammar, shared_semantics(), None)
+        stack = list(prepared.statements)
+        while stack:
+            s = stack.pop()
+            stack.extend(s.body)
+            stack.extend(s.orelse or ())
+            if s.kind == "assign":
+                yield (path, text, ex, *s.span_of("value"))
